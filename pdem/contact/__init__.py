@@ -1,0 +1,1 @@
+"""Contacts: state arrays (store), plane walls (walls). Kernels live in pyx/."""

@@ -1,0 +1,51 @@
+"""Contact state of one batch (sphere-sphere pairs or sphere-plane contacts).
+
+One row per candidate pair of the Verlet list, keyed by an int64 `key` (sorted,
+unique). `state` holds, per contact, one row of doubles laid out by
+pyx/contacts.pyx (S_* offsets): the L6Geom state (T by rows, u, phi, shifted
+origins u0, phi0 -- the laws keep their plastic history in u0/phi0) and the kernel
+outputs (force on particle 2, torques on 1 and 2); `active` flags formed contacts.
+One array per batch: carrying state over a rebuild, or migrating it with a
+particle, is a single row copy. Nothing per contact is a Python object.
+"""
+import numpy as np
+
+from .._kernels import contacts as _k
+
+COLUMNS = _k.state_columns()
+NCOLS = COLUMNS.pop("ncols")
+
+
+class ContactBatch:
+    def __init__(self, i1=None, i2=None, key=None):
+        n = 0 if key is None else len(key)
+        self.i1 = np.zeros(n, np.int32) if i1 is None else np.ascontiguousarray(i1, np.int32)
+        self.i2 = np.zeros(n, np.int32) if i2 is None else np.ascontiguousarray(i2, np.int32)
+        self.key = np.zeros(n, np.int64) if key is None else np.ascontiguousarray(key, np.int64)
+        self.active = np.zeros(n, np.int8)
+        self.state = np.zeros((n, NCOLS))
+
+    def __getattr__(self, name):
+        """Named views of the state columns: T, u, phi, u0, phi0, force, torque1, torque2."""
+        if name in COLUMNS:
+            start, width = COLUMNS[name]
+            return self.__dict__["state"][:, start:start + width]
+        raise AttributeError(name)
+
+    def __len__(self):
+        return len(self.key)
+
+    def carry_from(self, old):
+        """Copy the rows of contacts active in `old` whose key is also here."""
+        if len(old) == 0 or len(self) == 0:
+            return
+        keep = np.flatnonzero(old.active)
+        if len(keep) == 0:
+            return
+        okeys = old.key[keep]
+        pos = np.searchsorted(self.key, okeys)
+        pos[pos == len(self.key)] = 0
+        hit = self.key[pos] == okeys
+        src, dst = keep[hit], pos[hit]
+        self.active[dst] = old.active[src]
+        self.state[dst] = old.state[src]

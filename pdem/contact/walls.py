@@ -1,0 +1,39 @@
+"""Infinite plane walls: a point, a unit normal pointing into the particles' side, a
+material and a prescribed velocity. Planes are known to every rank."""
+import numpy as np
+
+from ..errors import InputError
+
+
+class Planes:
+    def __init__(self):
+        self.point = np.zeros((0, 3))
+        self.normal = np.zeros((0, 3))
+        self.vel = np.zeros((0, 3))
+        self.material = np.zeros(0, np.int32)
+
+    def __len__(self):
+        return len(self.material)
+
+    def add(self, point, normal, material_index, velocity=None):
+        point = np.asarray(point, dtype=float).reshape(-1)
+        normal = np.asarray(normal, dtype=float).reshape(-1)
+        if point.shape != (3,) or not np.all(np.isfinite(point)):
+            raise InputError("add_plane: point must be 3 finite numbers, got %r" % (point.tolist(),))
+        norm = np.linalg.norm(normal) if normal.shape == (3,) else 0.0
+        if not (np.isfinite(norm) and norm > 0):
+            raise InputError("add_plane: normal must be a non-zero finite 3-vector, got %r"
+                             % (normal.tolist(),))
+        vel = np.zeros(3) if velocity is None else np.asarray(velocity, dtype=float).reshape(3)
+        if not np.all(np.isfinite(vel)):
+            raise InputError("add_plane: velocity must be finite, got %r" % (vel.tolist(),))
+        self.point = np.vstack([self.point, point])
+        self.normal = np.vstack([self.normal, normal / norm])
+        self.vel = np.vstack([self.vel, vel])
+        self.material = np.append(self.material, np.int32(material_index))
+        return len(self) - 1
+
+    def move(self, dt):
+        """Rigid translation of every plane over one step (t -> t + dt)."""
+        if len(self):
+            self.point += self.vel * dt

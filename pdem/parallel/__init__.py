@@ -1,0 +1,1 @@
+"""Domain decomposition: ghost particles (periodic images now, MPI neighbors next)."""

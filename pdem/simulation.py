@@ -1,0 +1,509 @@
+"""Simulation: owns the particles, contacts and walls of one rank and runs the step.
+
+The step (ARCHITECTURE.md section 2), written once, in `step`:
+  drift (x, q to t)  ->  rebuild neighbors if any particle moved > skin/2, else
+  refresh ghosts  ->  contacts (L6Geom + law) for pairs and planes  ->  gather
+  forces per particle in a fixed order  ->  kick (v to t + dt/2)  ->  checks.
+"""
+import math
+import time
+import warnings
+
+import numpy as np
+
+from ._kernels import cells, contacts as ck, integrate
+from .contact.store import ContactBatch
+from .contact.walls import Planes
+from .domain import Domain
+from .errors import InputError, SimulationError
+from .materials import COL, MaterialTable
+from .parallel.ghosts import periodic_images, wrap
+from .particles import DOF_BITS, ParticleStore, empty_fields
+from .threads import thread_count
+
+APPROX = {"mid_normal": 1, "no_renorm_mid_normal": 2, "mid_trsf": 4, "no_renorm_trsf": 8}
+NO_RATCH = 16
+PLANE_BITS = 16                 # wall contact key = particle id << 16 | plane index
+PHASES = ("neighbor", "comm", "contact", "integrate", "output")
+
+
+def _vectors(name, value, n, ncomp, dim):
+    """(n, 3) float array from user input with ncomp or dim components; checks finiteness."""
+    a = np.asarray(value, dtype=float)
+    if a.ndim == 1 and n == 1 and a.shape[0] in (ncomp, dim):
+        a = a[None, :]
+    if a.ndim != 2 or a.shape[0] != n or a.shape[1] not in (ncomp, dim):
+        raise InputError("%s must have shape (%d, %d), got %s" % (name, n, ncomp, a.shape))
+    if a.shape[1] == 2:
+        a = np.column_stack([a, np.zeros(n)])
+    bad = np.flatnonzero(~np.all(np.isfinite(a), axis=1))
+    if len(bad):
+        raise InputError("%s[%d] is not finite: %r" % (name, bad[0], a[bad[0]].tolist()))
+    return np.ascontiguousarray(a)
+
+
+class Simulation:
+    """A DEM simulation on a box `domain` with time step `dt`.
+
+    Parameters: gravity (3-vector); comm (mpi4py communicator; one rank for now);
+    skin: Verlet skin / alert distance (default 0.1 x the largest diameter, fixed at
+    the first step); threads: OpenMP threads per rank (default OMP_NUM_THREADS);
+    approx: L6Geom approximation flags, any of 'mid_normal', 'no_renorm_mid_normal',
+    'mid_trsf', 'no_renorm_trsf'; no_ratch: branch vectors r n (seed 000); lost:
+    'error' or 'remove' for particles leaving a non-periodic box; check_timestep:
+    refuse a dt above the critical one; max_overlap: stop when an overlap exceeds
+    this fraction of the smaller radius.
+    """
+
+    def __init__(self, domain, dt, gravity=(0.0, 0.0, 0.0), comm=None, skin=None, threads=None,
+                 approx=(), no_ratch=False, lost="error", check_timestep=True, max_overlap=0.5):
+        if not isinstance(domain, Domain):
+            raise InputError("domain must be a pdem.Domain, got %r" % (domain,))
+        if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
+            raise InputError("dt must be a positive finite number, got %r" % (dt,))
+        g = np.asarray(gravity, dtype=float).reshape(-1)
+        if g.shape != (3,) or not np.all(np.isfinite(g)):
+            raise InputError("gravity must be 3 finite numbers, got %r" % (gravity,))
+        if comm is not None and comm.Get_size() > 1:
+            raise InputError("comm has %d ranks: this version of pdem runs on one rank "
+                             "(domain decomposition is the next milestone)" % comm.Get_size())
+        unknown = set(approx) - set(APPROX)
+        if unknown:
+            raise InputError("approx: unknown flag(s) %s (known: %s)" % (sorted(unknown), sorted(APPROX)))
+        if lost not in ("error", "remove"):
+            raise InputError("lost must be 'error' or 'remove', got %r" % (lost,))
+        if skin is not None and not (math.isfinite(skin) and skin > 0):
+            raise InputError("skin must be a positive number, got %r" % (skin,))
+        self.domain = domain
+        self.dt = float(dt)
+        self.gravity = g if domain.dim == 3 else np.array([g[0], g[1], 0.0])
+        self.comm = comm
+        self.skin = skin
+        self.threads = thread_count(threads)
+        self.flags = sum(APPROX[a] for a in approx) | (NO_RATCH if no_ratch else 0)
+        self.lost = lost
+        self.check_timestep = check_timestep
+        self.max_overlap = float(max_overlap)
+        self.materials = MaterialTable()
+        self.planes = Planes()
+        self.store = ParticleStore()
+        self.pairs = ContactBatch()
+        self.walls = ContactBatch()
+        self.time = 0.0
+        self.step_count = 0
+        self.timers = dict.fromkeys(PHASES, 0.0)
+        self.n_rebuilds = 0
+        self._next_id = 0
+        self._dirty = True            # particles/materials changed: rebuild before forces
+        self._build_pos = None
+        self._checked_dt = False
+
+    # ---------------------------------------------------------------- scene set-up
+    def material(self, name, density, **params):
+        """Define a material (see pdem.materials for the laws and their parameters)."""
+        m = self.materials.add(name, density, **params)
+        self._checked_dt = False
+        return m
+
+    def pair(self, material1, material2, **params):
+        """Override mixed parameters of a material pair (friction=..., restitution=..., law=...)."""
+        self.materials.set_pair(material1, material2, **params)
+        self._checked_dt = False
+
+    def add_spheres(self, positions, radii, material, velocities=None, angular_velocities=None):
+        """Add spheres (disks in 2D); returns their global ids (int64 array)."""
+        dim = self.domain.dim
+        pos = _vectors("positions", positions, len(np.atleast_2d(positions)), 3, dim)
+        n = len(pos)
+        r = np.broadcast_to(np.asarray(radii, dtype=float), (n,)).copy() if np.ndim(radii) == 0 \
+            else np.asarray(radii, dtype=float).reshape(-1)
+        if r.shape != (n,):
+            raise InputError("radii must be a number or have %d values, got shape %s" % (n, r.shape))
+        bad = np.flatnonzero(~(np.isfinite(r) & (r > 0)))
+        if len(bad):
+            raise InputError("radii[%d] must be positive and finite, got %r" % (bad[0], r[bad[0]]))
+        mat = self.materials.get(material)
+        if dim == 2 and np.any(pos[:, 2] != 0.0):
+            i = int(np.flatnonzero(pos[:, 2] != 0.0)[0])
+            raise InputError("positions[%d]: z must be 0 in 2D, got %r" % (i, pos[i, 2]))
+        lo, hi = self.domain.lo, self.domain.hi
+        outside = np.flatnonzero(np.any((pos < lo) | (pos >= hi), axis=1))
+        if len(outside):
+            i = int(outside[0])
+            raise InputError("positions[%d] = %r is outside the domain %s..%s"
+                             % (i, pos[i].tolist(), lo.tolist(), hi.tolist()))
+        new = empty_fields(n)
+        new["id"][:] = np.arange(self._next_id, self._next_id + n, dtype=np.int64)
+        new["pos"][:] = pos
+        if velocities is not None:
+            new["vel"][:] = _vectors("velocities", velocities, n, 3, dim)
+        if angular_velocities is not None:
+            w = np.asarray(angular_velocities, dtype=float)
+            if dim == 2 and w.ndim <= 1 and w.size == n:
+                w = np.column_stack([np.zeros(n), np.zeros(n), w.reshape(-1)])
+            new["angvel"][:] = _vectors("angular_velocities", w, n, 3, 3)
+        new["orient"][:, 0] = 1.0
+        new["radius"][:] = r
+        if dim == 3:
+            new["mass"][:] = 4.0 / 3.0 * math.pi * r ** 3 * mat.density
+            new["inertia"][:] = 0.4 * new["mass"] * r * r
+        else:   # disks per unit thickness, moving in the xy plane
+            new["mass"][:] = math.pi * r ** 2 * mat.density
+            new["inertia"][:] = 0.5 * new["mass"] * r * r
+            new["blocked"][:] = DOF_BITS["z"] | DOF_BITS["rx"] | DOF_BITS["ry"]
+            new["vel"][:, 2] = 0.0
+            new["angvel"][:, :2] = 0.0
+        new["material"][:] = mat.index
+        self._next_id += n
+        self.store.append_owned(new)
+        self._dirty = True
+        self._checked_dt = False
+        return new["id"].copy()
+
+    def add_plane(self, point, normal, material, velocity=None):
+        """Add an infinite plane wall; particles live on the side `normal` points to.
+        Returns the plane index."""
+        m = self.materials.get(material)
+        if len(self.planes) >= 1 << PLANE_BITS:
+            raise InputError("add_plane: at most %d planes" % (1 << PLANE_BITS))
+        idx = self.planes.add(point, normal, m.index, velocity)
+        self._dirty = True
+        return idx
+
+    def _local_index(self, ids):
+        ids = np.atleast_1d(np.asarray(ids, dtype=np.int64))
+        own = self.store.id[:self.store.n_own]
+        order = np.argsort(own)
+        where = np.searchsorted(own, ids, sorter=order)
+        where[where >= len(own)] = 0
+        idx = order[where] if len(own) else where
+        missing = ids[(len(own) == 0) | (own[idx] != ids)] if len(own) else ids
+        if len(missing):
+            raise InputError("unknown particle id %d" % missing[0])
+        return idx
+
+    def block(self, ids, dofs="xyz"):
+        """Block degrees of freedom ('x', 'y', 'z', 'rx', 'ry', 'rz', or a string like
+        'xyz'): their velocity is no longer changed by forces (prescribed velocity)."""
+        names = [dofs] if dofs in DOF_BITS else (list(dofs) if isinstance(dofs, str) else list(dofs))
+        bad = [d for d in names if d not in DOF_BITS]
+        if bad:
+            raise InputError("block: unknown dof %r (known: %s)" % (bad[0], list(DOF_BITS)))
+        mask = np.uint8(sum(DOF_BITS[d] for d in set(names)))
+        idx = self._local_index(ids)
+        self.store.blocked[idx] |= mask
+
+    def set_velocity(self, ids, velocity=None, angular_velocity=None, block=False):
+        """Set (and with block=True prescribe) velocities of particles."""
+        idx = self._local_index(ids)
+        if velocity is not None:
+            v = np.broadcast_to(np.asarray(velocity, dtype=float), (len(idx), 3))
+            if not np.all(np.isfinite(v)):
+                raise InputError("set_velocity: velocity must be finite, got %r" % (velocity,))
+            self.store.vel[idx] = v
+            if block:
+                self.store.blocked[idx] |= 7
+        if angular_velocity is not None:
+            w = np.broadcast_to(np.asarray(angular_velocity, dtype=float), (len(idx), 3))
+            if not np.all(np.isfinite(w)):
+                raise InputError("set_velocity: angular_velocity must be finite, got %r"
+                                 % (angular_velocity,))
+            self.store.angvel[idx] = w
+            if block:
+                self.store.blocked[idx] |= 56
+
+    # ---------------------------------------------------------------- running
+    def run(self, steps=None, until=None):
+        """Advance by `steps` steps or until time `until` (the first step whose time
+        reaches until - dt/2)."""
+        if (steps is None) == (until is None):
+            raise InputError("run: give exactly one of steps or until, got steps=%r until=%r"
+                             % (steps, until))
+        if steps is not None:
+            if int(steps) != steps or steps < 0:
+                raise InputError("run: steps must be a non-negative integer, got %r" % (steps,))
+            n = int(steps)
+        else:
+            if not math.isfinite(until):
+                raise InputError("run: until must be finite, got %r" % (until,))
+            n = max(0, int(math.floor((until - self.time) / self.dt + 0.5)))
+        for _ in range(n):
+            self.step()
+
+    def step(self):
+        """One time step t -> t + dt (see the module docstring for the order)."""
+        st = self.store
+        if not self._checked_dt and self.check_timestep:
+            self._check_timestep()
+        clock = time.perf_counter()
+        since_build = st.pos if self._dirty else self._build_pos
+        moved2 = integrate.drift(st.pos, st.vel, st.angvel, st.orient, since_build, self.dt,
+                                 st.n_own, self.threads)
+        self.planes.move(self.dt)
+        self.time += self.dt
+        self.step_count += 1
+        t1 = time.perf_counter()
+        self.timers["integrate"] += t1 - clock
+        if self._dirty or not (moved2 <= (0.5 * self.skin) ** 2):
+            self._rebuild()
+            t2 = time.perf_counter()
+            self.timers["neighbor"] += t2 - t1
+        else:
+            self._refresh_ghosts()
+            t2 = time.perf_counter()
+            self.timers["comm"] += t2 - t1
+        self._compute_forces()
+        t3 = time.perf_counter()
+        self.timers["contact"] += t3 - t2
+        bad = integrate.kick(st.vel, st.angvel, st.force, st.torque, st.mass, st.inertia,
+                             st.blocked, self.gravity, self.dt, st.n_own, self.threads)
+        self.timers["integrate"] += time.perf_counter() - t3
+        if bad >= 0:
+            raise SimulationError("step %d (t=%.6g): particle id %d has a non-finite velocity "
+                                  "%r / angular velocity %r (force %r)" % (
+                                      self.step_count, self.time, st.id[bad], st.vel[bad].tolist(),
+                                      st.angvel[bad].tolist(), st.force[bad].tolist()))
+
+    def _compute_forces(self):
+        st, nmat = self.store, max(1, len(self.materials.materials))
+        table = self.materials.table()
+        worst = ck.sphere_sphere(self.pairs.i1, self.pairs.i2, st.pos, st.image, self._box_len,
+                                 st.vel, st.angvel, st.radius, st.mass, st.material, table, nmat,
+                                 self.dt, self.flags, self.pairs.active, self.pairs.state,
+                                 self.threads)
+        self._check_overlap(worst, self.pairs, particle_pair=True)
+        pl = self.planes
+        worst = ck.sphere_plane(self.walls.i1, self.walls.i2, st.pos, st.vel, st.angvel, st.radius,
+                                st.mass, st.material, pl.point, pl.normal, pl.vel, pl.material,
+                                table, nmat, self.dt, self.flags, self.walls.active,
+                                self.walls.state, self.threads)
+        self._check_overlap(worst, self.walls, particle_pair=False)
+        if self.threads == 1:
+            ck.scatter(self._owner1, self._owner2, self.pairs.active, self.pairs.state,
+                       self.walls.i1, self.walls.active, self.walls.state,
+                       st.force[:st.n_own], st.torque[:st.n_own])
+        else:
+            ck.gather(self._pair_start, self._pair_entry, self.pairs.active, self.pairs.state,
+                      self._wall_start, self.walls.active, self.walls.state,
+                      st.force[:st.n_own], st.torque[:st.n_own], self.threads)
+
+    def _check_overlap(self, worst, batch, particle_pair):
+        ratio, k = worst
+        if k >= 0 and not (ratio <= self.max_overlap):
+            ids = self.store.id
+            if particle_pair:
+                who = "particles %d and %d" % (ids[batch.i1[k]], ids[batch.i2[k]])
+            else:
+                who = "particle %d and plane %d" % (ids[batch.i1[k]], batch.i2[k])
+            raise SimulationError(
+                "step %d (t=%.6g): overlap of %s is %.3g of the smaller radius (limit "
+                "max_overlap=%g): time step too large or stiffness too low"
+                % (self.step_count, self.time, who, ratio, self.max_overlap))
+
+    # ---------------------------------------------------------------- neighbors
+    def _rebuild(self):
+        """Wrap, handle lost particles, build ghosts, Verlet lists, carry contact state."""
+        st, dom = self.store, self.domain
+        own = st.owned()
+        wrap(own["pos"], dom.lo, dom.hi, dom.periodic)
+        self._handle_lost(own)
+        own = self._spatial_order(own)
+        if self.skin is None:
+            self.skin = 0.2 * float(own["radius"].max()) if len(own["radius"]) else 1.0
+        rmax = float(own["radius"].max()) if len(own["radius"]) else 0.0
+        cutoff = 2.0 * rmax + self.skin
+        self._box_len = np.ascontiguousarray(dom.length)
+        for axis in range(3):
+            if dom.periodic[axis] and dom.length[axis] < 2.0 * cutoff:
+                raise InputError("domain length %g on periodic axis %d is below twice the pair "
+                                 "range 2 * (2 r_max + skin) = %g" % (dom.length[axis], axis, 2 * cutoff))
+        own["image"][:] = 0
+        src, img = periodic_images(own["pos"], own["image"], dom.lo, dom.hi, dom.periodic, cutoff)
+        ghosts = {k: v[src] for k, v in own.items()}
+        ghosts["image"] = img.astype(np.int32)
+        st.set_local(own, ghosts)
+        self._ghost_src = src
+        n_own = st.n_own
+        owner = np.concatenate([np.arange(n_own), src]).astype(np.int32)
+        # candidate pairs, sorted by (id1, id2); images make duplicates to drop
+        order = np.argsort(st.id, kind="stable")
+        i1, i2 = cells.build_pairs(st.pos, st.image, self._box_len, st.radius, st.id, n_own,
+                                   self.skin, order, self.threads)
+        key = st.id[i1] * (self._next_id + 1) + st.id[i2]
+        if len(src):
+            srt = np.argsort(key, kind="stable")
+            key, i1, i2 = key[srt], i1[srt], i2[srt]
+            first = np.ones(len(key), bool)
+            first[1:] = key[1:] != key[:-1]
+            key, i1, i2 = key[first], i1[first], i2[first]
+        self._check_pair_laws(i1, i2)
+        pairs = ContactBatch(i1, i2, key)
+        pairs.carry_from(self.pairs)
+        self.pairs = pairs
+        self._owner1, self._owner2 = owner[i1], owner[i2]
+        self._pair_start, self._pair_entry = ck.build_gather_lists(self._owner1, self._owner2,
+                                                                   n_own)
+        # plane contacts of owned particles, sorted by (particle, plane)
+        wp, ww = cells.build_plane_pairs(st.pos, st.radius, n_own, self.planes.point,
+                                         self.planes.normal, self.skin)
+        walls = ContactBatch(wp, ww, (st.id[wp] << PLANE_BITS) | ww)
+        walls.carry_from(self.walls)
+        self.walls = walls
+        self._wall_start = np.zeros(n_own + 1, np.int64)
+        np.cumsum(np.bincount(walls.i1, minlength=n_own), out=self._wall_start[1:])
+        self._build_pos = st.pos[:n_own].copy()
+        self._dirty = False
+        self.n_rebuilds += 1
+
+    def _spatial_order(self, own):
+        """Store owned particles in cell order (cells of a few radii) so that neighbors
+        are near in memory. Results do not depend on memory order: pairs, sums and
+        output are ordered by id."""
+        if len(own["id"]) < 2:
+            return own
+        pos = own["pos"]
+        cell = 4.0 * float(own["radius"].max())
+        c = np.floor((pos - pos.min(axis=0)) / cell).astype(np.int64)
+        dims = c.max(axis=0) + 1
+        order = np.argsort((c[:, 0] * dims[1] + c[:, 1]) * dims[2] + c[:, 2], kind="stable")
+        return {k: v[order] for k, v in own.items()}
+
+    def _check_pair_laws(self, i1, i2):
+        n = len(self.materials.materials)
+        if n == 0:
+            return
+        table = self.materials.table()
+        st = self.store
+        combos = np.unique(st.material[i1].astype(np.int64) * n + st.material[i2])
+        for c in combos:
+            if not np.isfinite(table[c, 0]):
+                a, b = self.materials.materials[c // n], self.materials.materials[c % n]
+                self.materials.row(a, b)   # raises the InputError that explains the pair
+
+    def _handle_lost(self, own):
+        dom = self.domain
+        out = np.zeros(len(own["id"]), bool)
+        for axis in range(3):
+            if not dom.periodic[axis]:
+                out |= (own["pos"][:, axis] < dom.lo[axis]) | (own["pos"][:, axis] >= dom.hi[axis])
+        if not out.any():
+            return
+        i = int(np.flatnonzero(out)[0])
+        msg = ("step %d (t=%.6g): particle id %d at %r left the domain %s..%s"
+               % (self.step_count, self.time, own["id"][i], own["pos"][i].tolist(),
+                  dom.lo.tolist(), dom.hi.tolist()))
+        if self.lost == "error":
+            raise SimulationError(msg + " (use lost='remove' to delete such particles)")
+        warnings.warn(msg + ": removed (%d particle(s) this step)" % out.sum(), RuntimeWarning,
+                      stacklevel=3)
+        for k in own:
+            own[k] = own[k][~out]
+
+    def _refresh_ghosts(self):
+        st = self.store
+        if len(self._ghost_src):
+            for name in ("pos", "vel", "angvel"):
+                arr = st.f[name]
+                np.take(arr[:st.n_own], self._ghost_src, axis=0, out=arr[st.n_own:])
+
+    def _check_timestep(self):
+        """Refuse dt above the stability limit of the stiffest contact on the lightest
+        particle: 2 / omega with omega = sqrt(k_n / m*) (Hooke), or the Rayleigh time
+        pi R sqrt(rho / G) / (0.1631 nu + 0.8766) (Hertz)."""
+        st = self.store
+        if st.n_own == 0 or not self.materials.materials:
+            return
+        own_mat = np.unique(st.material[:st.n_own])
+        limits = []
+        for mi in own_mat:
+            sel = st.material[:st.n_own] == mi
+            m_min = float(st.mass[:st.n_own][sel].min())
+            r_min = float(st.radius[:st.n_own][sel].min())
+            r_max = float(st.radius[:st.n_own][sel].max())
+            a = self.materials.materials[mi]
+            partners = [self.materials.materials[j] for j in own_mat] + \
+                [self.materials.materials[j] for j in np.unique(self.planes.material)]
+            for b in partners:
+                p, estar, gstar = self.materials.pair_params(a, b)
+                if p["law"] == "hertz":
+                    g = a.young / (2 * (1 + a.poisson))
+                    rho = a.density
+                    limits.append((math.pi * r_min * math.sqrt(rho / g) / (0.1631 * a.poisson + 0.8766),
+                                   "Rayleigh time of material %r" % a.name))
+                else:
+                    row = self.materials.row(a, b)
+                    kn = row[COL["kn0"]] + row[COL["kn1"]] * r_max
+                    limits.append((2.0 * math.sqrt(0.5 * m_min / kn),
+                                   "2 sqrt(m*/k_n) of pair (%r, %r)" % (a.name, b.name)))
+        crit, what = min(limits)
+        if self.dt > crit:
+            raise InputError("dt = %g is above the critical time step %g (%s); reduce dt or "
+                             "pass check_timestep=False" % (self.dt, crit, what))
+        self._checked_dt = True
+
+    # ---------------------------------------------------------------- results
+    def particles(self):
+        """Owned particles as a dict of numpy arrays sorted by id. Velocities are at
+        t + dt/2 (leap-frog), positions, forces and torques at t."""
+        st = self.store
+        n = st.n_own
+        order = np.argsort(st.id[:n], kind="stable")
+        return {"id": st.id[:n][order], "position": st.pos[:n][order],
+                "velocity": st.vel[:n][order], "angular_velocity": st.angvel[:n][order],
+                "force": st.force[:n][order], "torque": st.torque[:n][order],
+                "radius": st.radius[:n][order], "mass": st.mass[:n][order],
+                "orientation": st.orient[:n][order], "material": st.material[:n][order]}
+
+    def contacts(self):
+        """Active contacts: particle pairs, then plane contacts (id1 = -1 - plane index).
+        force and torque act on particle id2; u, phi, u0, phi0 are the L6Geom
+        generalized displacements and shifted origins (local coordinates, u_x < 0 in
+        overlap); normal is the local x axis; point is global."""
+        st = self.store
+        out = {k: [] for k in ("id1", "id2", "point", "normal", "overlap", "force", "torque",
+                               "u", "phi", "u0", "phi0")}
+        for batch, is_pair in ((self.pairs, True), (self.walls, False)):
+            a = np.flatnonzero(batch.active)
+            normal, un = batch.T[a, :3], batch.u[a, 0]
+            if is_pair:
+                id1, id2 = st.id[batch.i1[a]], st.id[batch.i2[a]]
+                # c = x1 + (r1 + u_n / 2) n, the middle of the overlap (pyx/contacts.pyx)
+                point = st.pos[batch.i1[a]] + normal * (st.radius[batch.i1[a]] + 0.5 * un)[:, None]
+            else:
+                id1, id2 = -1 - batch.i2[a].astype(np.int64), st.id[batch.i1[a]]
+                point = st.pos[batch.i1[a]] - normal * (st.radius[batch.i1[a]] + 0.5 * un)[:, None]
+            out["id1"].append(id1); out["id2"].append(id2); out["point"].append(point)
+            out["normal"].append(normal); out["overlap"].append(-un)
+            out["force"].append(batch.force[a]); out["torque"].append(batch.torque2[a])
+            for k in ("u", "phi", "u0", "phi0"):
+                out[k].append(getattr(batch, k)[a])
+        return {k: np.concatenate(v) for k, v in out.items()}
+
+    def plane_forces(self):
+        """Total force each plane exerts on the particles' reaction: (n_planes, 3), the
+        force ON each plane (minus the sum of its contact forces on particles)."""
+        f = np.zeros((len(self.planes), 3))
+        a = np.flatnonzero(self.walls.active)
+        np.add.at(f, self.walls.i2[a], -self.walls.force[a])
+        return f
+
+    def energy(self):
+        """Kinetic, rotational and gravitational potential energy at time t: the kinetic
+        terms use m v(t-dt/2).v(t+dt/2)/2, the leap-frog's time-centred form."""
+        st, n = self.store, self.store.n_own
+        v_plus, w_plus = st.vel[:n], st.angvel[:n]
+        acc = st.force[:n] / st.mass[:n, None] + self.gravity
+        alpha = st.torque[:n] / st.inertia[:n, None]
+        for d in range(3):
+            acc[(st.blocked[:n] & (1 << d)) != 0, d] = 0.0
+            alpha[(st.blocked[:n] & (8 << d)) != 0, d] = 0.0
+        v_minus = v_plus - acc * self.dt
+        w_minus = w_plus - alpha * self.dt
+        kin = 0.5 * float(np.sum(st.mass[:n] * np.einsum("ij,ij->i", v_minus, v_plus)))
+        rot = 0.5 * float(np.sum(st.inertia[:n] * np.einsum("ij,ij->i", w_minus, w_plus)))
+        pot = -float(np.sum(st.mass[:n] * (st.pos[:n] @ self.gravity)))
+        return {"kinetic": kin, "rotational": rot, "gravity": pot}
+
+    @property
+    def n_particles(self):
+        return self.store.n_own

@@ -1,0 +1,134 @@
+# L6Geom local contact coordinates, implemented formula by formula from seed 000
+# (Woo's Cg2_Any_Any_L6Geom "generic contact routine"), as inline functions that the
+# contact batch kernels (contacts.pyx) call once per contact.
+#
+# Conventions. T is stored by rows: T.r0 = n (local x axis), T.r1, T.r2 the local y, z
+# axes in global coordinates. The seed writes the axes as columns of T and local
+# components as T^T a; with rows that is T.a (mdot). All positions are relative to
+# particle 1 (x1 = 0, x2 = rel), so a pair that crosses a periodic or rank boundary
+# is computed from the same numbers on every rank.
+#
+# Time indices (leap-frog): positions, c, n, T, u, phi at t; velocities at t - dt/2.
+from vecmath cimport v3, m33, quat, V, vadd, vsub, vscale, vneg, vdot, vcross, vnorm, \
+    vunit, vunit_near, mdot, m2q, q2m, qslerp_half
+from libc.math cimport fabs
+
+# Approximation flags (seed 000 "approximation flags"; names after Woo's approxMask).
+cdef enum:
+    APPROX_MID_NORMAL = 1       # n(t-dt/2) ~ n(t-dt) instead of (n(t-dt) + n(t))/2
+    NO_RENORM_MID_NORMAL = 2    # do not re-normalize the mid-step normal
+    APPROX_MID_TRSF = 4         # T(t-dt/2) ~ T(t-dt) instead of Slerp(T(t-dt), T(t); 1/2)
+    NO_RENORM_TRSF = 8          # do not re-orthonormalize T after the column update
+    NO_RATCH = 16               # branch vectors r1 n and -r2 n (Yade's avoidGranularRatcheting)
+
+
+cdef inline m33 l6_initial_axes(v3 n) noexcept nogil:
+    """Initial local axes at contact formation (seed 000, "Contact formation").
+
+    The local y axis lies in the xz plane when |n_y| < |n_z| and in the xy plane
+    otherwise. The seed writes n_y < n_z without absolute values; taken literally
+    that rule gives a zero y axis for n = -e_y (n x e_y = 0), so the comparison is on
+    magnitudes, as in Woo's implementation. y = n x e_y lies in the xz plane,
+    y = n x e_z in the xy plane; z = x cross y.
+    """
+    cdef m33 T
+    cdef v3 y
+    if fabs(n.y) < fabs(n.z):
+        y = vcross(n, V(0.0, 1.0, 0.0))
+    else:
+        y = vcross(n, V(0.0, 0.0, 1.0))
+    y = vunit(vsub(y, vscale(n, vdot(y, n))))
+    T.r0 = n
+    T.r1 = y
+    T.r2 = vcross(n, y)
+    return T
+
+
+cdef inline m33 l6_orthonormalize(m33 T) noexcept nogil:
+    """Re-normalization of T after the column update. Row 0 is the directly computed
+    normal and stays. Rows 1, 2 lose their n component, then are orthogonalized
+    symmetrically: the linear update a + o x a leaves r1.r2 = -(o.r1)(o.r2) = O(dt^2),
+    and splitting that correction half and half between the two rows restores the
+    exactly rotated frame to second order, whereas Gram-Schmidt (all of it on one row)
+    would leave a twist bias of O(dt^2) per step, i.e. first-order drift of the frame
+    of a rigidly rotating contact. Row 2 is then rebuilt as r0 x r1 (right-handed)."""
+    cdef v3 a = vsub(T.r1, vscale(T.r0, vdot(T.r1, T.r0)))
+    cdef v3 b = vsub(T.r2, vscale(T.r0, vdot(T.r2, T.r0)))
+    cdef double e = 0.5 * vdot(a, b)
+    T.r1 = vunit_near(vsub(a, vscale(b, e)))
+    T.r2 = vcross(T.r0, T.r1)
+    return T
+
+
+cdef inline void l6_branches(v3 c, v3 n, v3 x2, double r1, double r2, int flags,
+                             v3* b1, v3* b2) noexcept nogil:
+    """Branch vectors from the centres (x1 = 0, x2) to the contact point c (seed 000)."""
+    if flags & NO_RATCH:
+        b1[0] = vscale(n, r1)
+        b2[0] = vscale(n, -r2)
+    else:
+        b1[0] = c
+        b2[0] = vsub(c, x2)
+
+
+cdef inline void l6_form(v3 n, double un, m33* T, v3* u, v3* phi, v3* u0, v3* phi0,
+                         v3* udot, v3* phidot) noexcept nogil:
+    """Contact formation: initial axes, u = (u_n, 0, 0), phi = 0, rates zero, origins zero."""
+    T[0] = l6_initial_axes(n)
+    u[0] = V(un, 0.0, 0.0)
+    phi[0] = V(0.0, 0.0, 0.0)
+    u0[0] = V(0.0, 0.0, 0.0)
+    phi0[0] = V(0.0, 0.0, 0.0)
+    udot[0] = V(0.0, 0.0, 0.0)
+    phidot[0] = V(0.0, 0.0, 0.0)
+
+
+cdef inline void l6_update(v3 c, v3 n, double un, v3 x2, v3 v1, v3 v2, v3 w1, v3 w2,
+                           double r1, double r2, double dt, int flags,
+                           m33* T, v3* u, v3* phi, v3* udot, v3* phidot) noexcept nogil:
+    """Update an existing contact from t-dt to t (seed 000, "Contact update").
+
+    In: c, n, un computed directly at t; x2 = position of 2 relative to 1; v, w at
+    t-dt/2. In/out: T, u, phi at t-dt -> t. Out: udot (normal component = n.v_r, the
+    rate the normal law damps; tangential = T_mid v_r2) and phidot = T_mid (w2 - w1).
+    """
+    cdef m33 Tp = T[0]
+    cdef m33 Tc, Tm
+    cdef v3 n_prev = Tp.r0
+    cdef v3 o_r, o_t, o, n_mid, b1, b2, vr, vr2
+    # bending rotation o_r = n(t-dt) x n(t)
+    o_r = vcross(n_prev, n)
+    # mid-step normal, accurate or approximate, then re-normalized
+    if flags & APPROX_MID_NORMAL:
+        n_mid = n_prev
+    else:
+        n_mid = vscale(vadd(n_prev, n), 0.5)
+    if not (flags & NO_RENORM_MID_NORMAL):
+        n_mid = vunit_near(n_mid)
+    # twist rotation o_t = n_mid (n_mid . (w1 + w2)/2) dt
+    o_t = vscale(n_mid, vdot(n_mid, vscale(vadd(w1, w2), 0.5)) * dt)
+    # relative velocity at c, then its normal part removed
+    l6_branches(c, n, x2, r1, r2, flags, &b1, &b2)
+    vr = vsub(vadd(v2, vcross(w2, b2)), vadd(v1, vcross(w1, b1)))
+    vr2 = vsub(vr, vscale(n_mid, vdot(n_mid, vr)))
+    # column update of T: a(t) = a - a x o_r - a x o_t = a - a x (o_r + o_t) for the two
+    # in-plane axes (one cross product per axis)
+    o = vadd(o_r, o_t)
+    Tc.r0 = n
+    Tc.r1 = vsub(Tp.r1, vcross(Tp.r1, o))
+    Tc.r2 = vsub(Tp.r2, vcross(Tp.r2, o))
+    if not (flags & NO_RENORM_TRSF):
+        Tc = l6_orthonormalize(Tc)
+    # mid-step transformation: Slerp(T(t-dt), T(t); 1/2) or T(t-dt)
+    if flags & APPROX_MID_TRSF:
+        Tm = Tp
+    else:
+        Tm = q2m(qslerp_half(m2q(Tp), m2q(Tc)))
+    # incremental u and phi in local coordinates; u_x non-incrementally
+    udot[0] = mdot(Tm, vr2)
+    phidot[0] = mdot(Tm, vsub(w2, w1))
+    u[0] = vadd(u[0], vscale(udot[0], dt))
+    u[0].x = un
+    phi[0] = vadd(phi[0], vscale(phidot[0], dt))
+    udot[0].x = vdot(n_mid, vr)
+    T[0] = Tc

@@ -1,0 +1,105 @@
+# Contact laws composed from sub-models (normal, damping, tangential, rolling,
+# twisting) acting on the L6Geom generalized displacements (seed 000): u - u0 and
+# phi - phi0 in local coordinates, u_x < 0 meaning overlap. Plastic slip (Coulomb,
+# rolling and twisting limits) moves the shifted origins u0, phi0, exactly the use
+# the seed gives them. The sub-model choice and the parameters of a material pair
+# are one row of the pair table built by pdem.materials (column indices below);
+# a batch kernel reads the row of each contact's material pair, so dispatch costs
+# one predictable branch per contact, never a Python call.
+#
+# Conventions: forces and moments returned act on particle 2, in local coordinates.
+# Hooke: F_n = k_n d - c_n v_n, F_t = -k_t (u_t - u0_t) - c_t v_t, |F_t| <= mu F_n
+#   (LAMMPS gran/hooke/history; k_n = KN0 + KN1 R*, c_n = m* gamma_n + 2 zeta sqrt(k_n m*)).
+# Hertz-Mindlin: F_n = 4/3 E* sqrt(R*) d^1.5, S_n = 2 E* sqrt(R* d), k_t = 8 G* sqrt(R* d),
+#   c = 2 zeta_h sqrt(m* S) (Tsuji et al. 1992 form) with zeta_h solved so that the
+#   restitution of a normal impact equals the input e (pdem.materials).
+# Rolling / twisting: M = -k (phi - phi0), k = coef k_t R*^2, |M| <= mu_r R* F_n.
+from vecmath cimport v3, V
+from libc.math cimport sqrt
+
+cdef enum:
+    P_NORMAL = 0        # 0 Hooke, 1 Hertz
+    P_KN0 = 1
+    P_KN1 = 2
+    P_KT_RATIO = 3      # Hooke: k_t = ratio k_n
+    P_GAMMA_N = 4       # Hooke: c_n += m* gamma_n
+    P_ZETA = 5          # Hooke: c_n += 2 zeta sqrt(k_n m*); Hertz: zeta_h
+    P_CT_RATIO = 6      # Hooke: c_t = ratio c_n
+    P_ESTAR = 7
+    P_GSTAR = 8
+    P_MU = 9
+    P_ROLL_K = 10
+    P_ROLL_MU = 11
+    P_TWIST_K = 12
+    P_TWIST_MU = 13
+    P_LIMIT_DAMPING = 14  # 1: the normal force never pulls (cut at zero)
+    P_NCOLS = 15
+
+
+cdef inline double law_eval(const double* P, double m_eff, double r_eff,
+                            v3 u, v3 phi, v3* u0, v3* phi0, v3 udot, v3 phidot,
+                            v3* f, v3* mom) noexcept nogil:
+    """Force f and moment mom on particle 2 (local coordinates); updates u0, phi0 on slip.
+    Returns the normal force (>= 0 when repulsive), used by the caller for diagnostics."""
+    cdef double d = -(u.x - u0[0].x)          # overlap
+    cdef double kn, kt, cn, ct, fn, fs_y, fs_z, fs2, cap, ratio, sqrt_rd, k, my, mz, mx
+    if d < 0.0:
+        d = 0.0
+    if P[P_NORMAL] == 0.0:
+        kn = P[P_KN0] + P[P_KN1] * r_eff
+        kt = P[P_KT_RATIO] * kn
+        cn = m_eff * P[P_GAMMA_N]
+        if P[P_ZETA] != 0.0:
+            cn = cn + 2.0 * P[P_ZETA] * sqrt(kn * m_eff)
+        ct = P[P_CT_RATIO] * cn
+        fn = kn * d - cn * udot.x
+    else:
+        sqrt_rd = sqrt(r_eff * d)
+        kt = 8.0 * P[P_GSTAR] * sqrt_rd
+        cn = 2.0 * P[P_ZETA] * sqrt(m_eff * 2.0 * P[P_ESTAR] * sqrt_rd)
+        ct = 2.0 * P[P_ZETA] * sqrt(m_eff * kt)
+        fn = (4.0 / 3.0) * P[P_ESTAR] * sqrt_rd * d - cn * udot.x
+    if P[P_LIMIT_DAMPING] != 0.0 and fn < 0.0:
+        fn = 0.0
+    # tangential spring-dashpot with Coulomb cap on the total tangential force
+    fs_y = -kt * (u.y - u0[0].y) - ct * udot.y
+    fs_z = -kt * (u.z - u0[0].z) - ct * udot.z
+    fs2 = fs_y * fs_y + fs_z * fs_z
+    cap = P[P_MU] * (fn if fn > 0.0 else 0.0)
+    if fs2 > cap * cap:
+        if fs2 > 0.0:
+            ratio = cap / sqrt(fs2)
+        else:
+            ratio = 0.0
+        fs_y *= ratio
+        fs_z *= ratio
+        if kt > 0.0:
+            # move the origin so that the spring alone gives the capped force
+            u0[0].y = u.y + (fs_y + ct * udot.y) / kt
+            u0[0].z = u.z + (fs_z + ct * udot.z) / kt
+    f[0] = V(fn, fs_y, fs_z)
+    # rolling (bending, local y z) and twisting (local x) resistance on phi
+    mx = 0.0; my = 0.0; mz = 0.0
+    if P[P_ROLL_K] > 0.0:
+        k = P[P_ROLL_K] * kt * r_eff * r_eff
+        my = -k * (phi.y - phi0[0].y)
+        mz = -k * (phi.z - phi0[0].z)
+        cap = P[P_ROLL_MU] * r_eff * (fn if fn > 0.0 else 0.0)
+        fs2 = my * my + mz * mz
+        if fs2 > cap * cap:
+            ratio = cap / sqrt(fs2) if fs2 > 0.0 else 0.0
+            my *= ratio
+            mz *= ratio
+            if k > 0.0:
+                phi0[0].y = phi.y + my / k
+                phi0[0].z = phi.z + mz / k
+    if P[P_TWIST_K] > 0.0:
+        k = P[P_TWIST_K] * kt * r_eff * r_eff
+        mx = -k * (phi.x - phi0[0].x)
+        cap = P[P_TWIST_MU] * r_eff * (fn if fn > 0.0 else 0.0)
+        if mx * mx > cap * cap:
+            mx = cap if mx > 0.0 else -cap
+            if k > 0.0:
+                phi0[0].x = phi.x + mx / k
+    mom[0] = V(mx, my, mz)
+    return fn

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Run pdem's demo (installs what is missing first; idempotent): 10,000+ spheres
+# poured into a box. Writes results/demo/summary.txt and results/demo/final_state.png.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$ROOT/scripts/setup.sh"
+cd "$ROOT"
+python examples/pour_box.py --out results/demo "$@"
