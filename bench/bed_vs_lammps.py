@@ -109,9 +109,13 @@ def lattice(n, seed):
     return pos, L, H
 
 
-def make_sim(pos, vel, angvel, L, H, threads, mu=MU):
+APPROX_FLAGS = ("mid_normal", "mid_trsf")   # --approx: the cheaper L6Geom of seed 000
+
+
+def make_sim(pos, vel, angvel, L, H, threads, mu=MU, approx=()):
     dom = pdem.Domain((0.0, 0.0, 0.0), (L, L, H), periodic=(False, False, False))
-    sim = pdem.Simulation(dom, DT, gravity=(0.0, 0.0, -GRAVITY), skin=SKIN, threads=threads)
+    sim = pdem.Simulation(dom, DT, gravity=(0.0, 0.0, -GRAVITY), skin=SKIN, threads=threads,
+                          approx=approx)
     m = sim.material("grain", density=DENSITY, law="hooke", kn=KN, kt=KT, gamma_n=GAMMA_N,
                      gamma_t=GAMMA_T, friction=mu)
     sim.add_plane((0, 0, 0), (0, 0, 1), m)      # floor
@@ -237,8 +241,9 @@ class KernelProfile:
             setattr(mod, name, fn)
 
 
-def run_pdem(bed, steps, threads, profile=False):
-    sim = make_sim(bed["pos"], bed["vel"], bed["angvel"], float(bed["L"]), float(bed["H"]), threads)
+def run_pdem(bed, steps, threads, profile=False, approx=()):
+    sim = make_sim(bed["pos"], bed["vel"], bed["angvel"], float(bed["L"]), float(bed["H"]), threads,
+                   approx=approx)
     n = sim.n_particles
     sim.run(steps=1)                      # warm-up: builds the neighbor list
     start = pdem_state(sim)
@@ -403,6 +408,8 @@ def main(argv=None):
     ap.add_argument("--settle-steps", type=int, default=40000, help="cap on settling steps")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--skip-lammps", action="store_true")
+    ap.add_argument("--approx", action="store_true",
+                    help="time pdem with the L6Geom approximation flags mid_normal + mid_trsf")
     ap.add_argument("--lmp", default=None, help="LAMMPS binary (default: lmp / lmp_serial on PATH)")
     ap.add_argument("--profile", action="store_true",
                     help="one more (untimed) pdem run with each Cython kernel timed")
@@ -437,7 +444,7 @@ def main(argv=None):
 
     pd_runs, lm_runs = [], []
     for rep in range(args.repeat):
-        r = run_pdem(bed, args.steps, args.threads)
+        r = run_pdem(bed, args.steps, args.threads, approx=APPROX_FLAGS if args.approx else ())
         pd_runs.append(r)
         line = "repeat %d: pdem %.3f s wall (%.3f s CPU, %.4g p-steps/s/core)" % (
             rep + 1, r["wall_s"], r["cpu_s"], r["particle_steps_per_s_per_core"])
@@ -499,7 +506,8 @@ def main(argv=None):
               % (result["position_difference"]["rms_m"], diff.max(), diff.max() / (2 * RADIUS),
                  moved, lm_moved))
     if args.profile:
-        r = run_pdem(bed, args.steps, args.threads, profile=True)
+        r = run_pdem(bed, args.steps, args.threads, profile=True,
+                     approx=APPROX_FLAGS if args.approx else ())
         clock = "CPU" if args.threads == 1 else "wall"
         tot = r["cpu_s"] if args.threads == 1 else r["wall_s"]
         print("\n== pdem kernel profile (separate run, %d steps, %.3f s %s time) ==" % (args.steps, tot, clock))

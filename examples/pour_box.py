@@ -115,7 +115,7 @@ def main():
     p, c = sim.particles(), sim.contacts()
     pair = c["id1"] >= 0
     weight = float(np.sum(p["mass"])) * 9.81
-    floor = sim.plane_forces()[0, 2]
+    floor = -sim.plane_forces()[0, 2]      # load the bed puts on the floor
     top = np.sort(p["position"][:, 2] + p["radius"])[-int(0.05 * n):].mean()
     vol = float(np.sum(4 / 3 * math.pi * p["radius"] ** 3))
     # packing fraction in a slab away from the floor and the free surface
