@@ -63,8 +63,10 @@ extensions = [
         "pdem._kernels." + os.path.splitext(os.path.basename(pyx))[0],
         [pyx],
         include_dirs=[numpy.get_include(), "pyx"],
-        extra_compile_args=["-O3", "-ffp-contract=off"] + arch_flags() + [ "-finline-limit=20000", "--param", "max-inline-insns-single=20000",
-                            "--param", "large-function-growth=20000", "--param", "inline-unit-growth=2000"] + omp_compile,
+        # inline the L6Geom/law helpers (declared inline) into the contact loops
+        extra_compile_args=["-O3", "-ffp-contract=off", "--param", "max-inline-insns-single=2000",
+                            "--param", "large-function-growth=2000", "--param",
+                            "inline-unit-growth=1000"] + arch_flags() + omp_compile,
         extra_link_args=omp_link,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
