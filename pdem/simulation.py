@@ -121,11 +121,11 @@ class Simulation:
             raise InputError("radii must be a number or have %d values, got shape %s" % (n, r.shape))
         bad = np.flatnonzero(~(np.isfinite(r) & (r > 0)))
         if len(bad):
-            raise InputError("radii[%d] must be positive and finite, got %r" % (bad[0], r[bad[0]]))
+            raise InputError("radii[%d] must be positive and finite, got %r" % (bad[0], float(r[bad[0]])))
         mat = self.materials.get(material)
         if dim == 2 and np.any(pos[:, 2] != 0.0):
             i = int(np.flatnonzero(pos[:, 2] != 0.0)[0])
-            raise InputError("positions[%d]: z must be 0 in 2D, got %r" % (i, pos[i, 2]))
+            raise InputError("positions[%d]: z must be 0 in 2D, got %r" % (i, float(pos[i, 2])))
         lo, hi = self.domain.lo, self.domain.hi
         outside = np.flatnonzero(np.any((pos < lo) | (pos >= hi), axis=1))
         if len(outside):
@@ -283,6 +283,9 @@ class Simulation:
                        self.walls.i1, self.walls.active, self.walls.state,
                        st.force[:st.n_own], st.torque[:st.n_own])
         else:
+            if self._pair_start is None:
+                self._pair_start, self._pair_entry = ck.build_gather_lists(
+                    self._owner1, self._owner2, st.n_own)
             ck.gather(self._pair_start, self._pair_entry, self.pairs.active, self.pairs.state,
                       self._wall_start, self.walls.active, self.walls.state,
                       st.force[:st.n_own], st.torque[:st.n_own], self.threads)
@@ -341,8 +344,7 @@ class Simulation:
         pairs.carry_from(self.pairs)
         self.pairs = pairs
         self._owner1, self._owner2 = owner[i1], owner[i2]
-        self._pair_start, self._pair_entry = ck.build_gather_lists(self._owner1, self._owner2,
-                                                                   n_own)
+        self._pair_start = self._pair_entry = None       # gather lists: built when threads > 1
         # plane contacts of owned particles, sorted by (particle, plane)
         wp, ww = cells.build_plane_pairs(st.pos, st.radius, n_own, self.planes.point,
                                          self.planes.normal, self.skin)

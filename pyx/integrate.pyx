@@ -12,7 +12,7 @@ are integrated; ghosts are copies refreshed from their owners.
 """
 cimport cython
 from cython.parallel cimport prange, threadid
-from libc.math cimport sqrt, isfinite
+from libc.math cimport isfinite
 from vecmath cimport v3, quat, V, qmul, qaxisangle, qrenorm
 import numpy as np
 

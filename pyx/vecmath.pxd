@@ -1,7 +1,7 @@
 # Header-only inline 3-vector, 3x3 matrix (rows) and quaternion math for the kernels.
 # Everything is pass-by-value on small structs so the C compiler keeps it in
 # registers. No allocation, no Python objects: safe inside nogil/prange.
-from libc.math cimport sqrt, fabs, acos, sin, cos
+from libc.math cimport sqrt, fabs, sin, cos
 
 ctypedef struct v3:
     double x
