@@ -183,9 +183,13 @@ class Simulation:
         return idx
 
     def block(self, ids, dofs="xyz"):
-        """Block degrees of freedom ('x', 'y', 'z', 'rx', 'ry', 'rz', or a string like
-        'xyz'): their velocity is no longer changed by forces (prescribed velocity)."""
-        names = [dofs] if dofs in DOF_BITS else (list(dofs) if isinstance(dofs, str) else list(dofs))
+        """Block degrees of freedom: one name ('x', 'y', 'z', 'rx', 'ry', 'rz'), a string
+        of translations like 'xyz', or a list of names. Their velocity is no longer
+        changed by forces (prescribed velocity)."""
+        if isinstance(dofs, str):
+            names = [dofs] if dofs in DOF_BITS else list(dofs)
+        else:
+            names = list(dofs)
         bad = [d for d in names if d not in DOF_BITS]
         if bad:
             raise InputError("block: unknown dof %r (known: %s)" % (bad[0], list(DOF_BITS)))
@@ -375,6 +379,8 @@ class Simulation:
         if n == 0:
             return
         table = self.materials.table()
+        if np.all(np.isfinite(table[:, 0])):
+            return                         # every pair of materials has a defined law
         st = self.store
         combos = np.unique(st.material[i1].astype(np.int64) * n + st.material[i2])
         for c in combos:

@@ -16,8 +16,8 @@ gather sums each owned particle's contributions in the order of its CSR list
 cimport cython
 from cython.parallel cimport prange, threadid
 from libc.math cimport sqrt, isfinite
-from vecmath cimport v3, m33, V, vld, vst, mld, mst, vload, vstore, vadd, vsub, vscale, \
-    vneg, vdot, vcross, mtdot, mload, mstore
+from vecmath cimport v3, m33, V, vld, vst, mld, mst, vadd, vsub, vscale, vneg, vdot, \
+    vcross, mtdot
 from l6geom cimport l6_form, l6_update, l6_branches
 from laws cimport law_eval, P_NCOLS, P_NORMAL, P_KN0, P_KN1, P_KT_RATIO, P_GAMMA_N, \
     P_ZETA, P_CT_RATIO, P_ESTAR, P_GSTAR, P_MU, P_ROLL_K, P_ROLL_MU, P_TWIST_K, P_TWIST_MU, \
@@ -310,21 +310,21 @@ def geometry_step(double[:, ::1] x2, const double[:, ::1] v1, const double[:, ::
     cdef m33 TT
     cdef double dist, un
     for k in range(x2.shape[0]):
-        xx = vload(x2, k)
+        xx = vld(&x2[k, 0])
         dist = sqrt(vdot(xx, xx))
         n = vscale(xx, 1.0 / dist)
         un = dist - (r1 + r2)
         c = vscale(n, r1 + 0.5 * un)
-        uu = vload(u, k); pp = vload(phi, k)
+        uu = vld(&u[k, 0]); pp = vld(&phi[k, 0])
         if active[k] == 0:
             active[k] = 1
             l6_form(n, un, &TT, &uu, &pp, &uu0, &pp0, &ud, &pd)
         else:
-            TT = mload(T, k)
-            l6_update(c, n, un, xx, vload(v1, k), vload(v2, k), vload(w1, k), vload(w2, k),
+            TT = mld(&T[k, 0])
+            l6_update(c, n, un, xx, vld(&v1[k, 0]), vld(&v2[k, 0]), vld(&w1[k, 0]), vld(&w2[k, 0]),
                       r1, r2, dt, flags, &TT, &uu, &pp, &ud, &pd)
-        mstore(T, k, TT)
-        vstore(u, k, uu); vstore(phi, k, pp); vstore(udot, k, ud); vstore(phidot, k, pd)
+        mst(&T[k, 0], TT)
+        vst(&u[k, 0], uu); vst(&phi[k, 0], pp); vst(&udot[k, 0], ud); vst(&phidot[k, 0], pd)
 
 
 def law_columns():

@@ -44,12 +44,6 @@ cdef inline void mst(double* p, m33 m) noexcept nogil:
     p[3] = m.r1.x; p[4] = m.r1.y; p[5] = m.r1.z
     p[6] = m.r2.x; p[7] = m.r2.y; p[8] = m.r2.z
 
-cdef inline v3 vload(const double[:, ::1] a, Py_ssize_t i) noexcept nogil:
-    return V(a[i, 0], a[i, 1], a[i, 2])
-
-cdef inline void vstore(double[:, ::1] a, Py_ssize_t i, v3 v) noexcept nogil:
-    a[i, 0] = v.x; a[i, 1] = v.y; a[i, 2] = v.z
-
 cdef inline v3 vadd(v3 a, v3 b) noexcept nogil:
     return V(a.x + b.x, a.y + b.y, a.z + b.z)
 
@@ -92,18 +86,6 @@ cdef inline v3 mtdot(m33 m, v3 a) noexcept nogil:
     return V(m.r0.x * a.x + m.r1.x * a.y + m.r2.x * a.z,
              m.r0.y * a.x + m.r1.y * a.y + m.r2.y * a.z,
              m.r0.z * a.x + m.r1.z * a.y + m.r2.z * a.z)
-
-cdef inline m33 mload(const double[:, ::1] a, Py_ssize_t i) noexcept nogil:
-    cdef m33 m
-    m.r0 = V(a[i, 0], a[i, 1], a[i, 2])
-    m.r1 = V(a[i, 3], a[i, 4], a[i, 5])
-    m.r2 = V(a[i, 6], a[i, 7], a[i, 8])
-    return m
-
-cdef inline void mstore(double[:, ::1] a, Py_ssize_t i, m33 m) noexcept nogil:
-    a[i, 0] = m.r0.x; a[i, 1] = m.r0.y; a[i, 2] = m.r0.z
-    a[i, 3] = m.r1.x; a[i, 4] = m.r1.y; a[i, 5] = m.r1.z
-    a[i, 6] = m.r2.x; a[i, 7] = m.r2.y; a[i, 8] = m.r2.z
 
 cdef inline quat qnormalized(quat q) noexcept nogil:
     cdef double s = 1.0 / sqrt(q.w * q.w + q.x * q.x + q.y * q.y + q.z * q.z)

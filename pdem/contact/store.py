@@ -1,7 +1,7 @@
 """Contact state of one batch (sphere-sphere pairs or sphere-plane contacts).
 
-One row per candidate pair of the Verlet list, keyed by an int64 `key` (sorted,
-unique). `state` holds, per contact, one row of doubles laid out by
+One row per candidate pair of the Verlet list, keyed by an int64 `key` (unique; pair
+batches are sorted by key, wall batches by owning particle for the force gather). `state` holds, per contact, one row of doubles laid out by
 pyx/contacts.pyx (S_* offsets): the L6Geom state (T by rows, u, phi, shifted
 origins u0, phi0 -- the laws keep their plastic history in u0/phi0) and the kernel
 outputs (force on particle 2, torques on 1 and 2); `active` flags formed contacts.
@@ -43,9 +43,11 @@ class ContactBatch:
         if len(keep) == 0:
             return
         okeys = old.key[keep]
-        pos = np.searchsorted(self.key, okeys)
+        order = np.argsort(self.key, kind="stable")      # keys need not be stored sorted
+        pos = np.searchsorted(self.key, okeys, sorter=order)
         pos[pos == len(self.key)] = 0
-        hit = self.key[pos] == okeys
-        src, dst = keep[hit], pos[hit]
+        dst = order[pos]
+        hit = self.key[dst] == okeys
+        src, dst = keep[hit], dst[hit]
         self.active[dst] = old.active[src]
         self.state[dst] = old.state[src]

@@ -129,3 +129,34 @@ def test_twisting_resistance_decelerates_spin_at_closed_form_rate():
     sim.run(steps=2000)
     t1, w_b = sim.time, sim.particles()["angular_velocity"][0, 2]
     assert (w_b - w_a) / (t1 - t0) == pytest.approx(-2.5 * mu_t * G / R, rel=5e-3)
+
+
+def test_wall_contact_history_survives_rebuilds():
+    """Many spheres sticking on a plane while the plane slides under them: the tangential
+    spring of every wall contact must be carried over each neighbor rebuild (the spatial
+    sort makes memory order differ from id order). With sticking friction the spring
+    elongation grows steadily, u_t = v_plane * t in magnitude, until the Coulomb limit."""
+    rng = np.random.default_rng(5)
+    R = 0.01
+    sim = pdem.Simulation(pdem.Domain((-1, -1, -1), (1, 1, 1)), dt=1e-5, gravity=(0, 0, -G),
+                          skin=0.1 * R)
+    m = sim.material("m", density=2500, kn=1e5, kt=10.0, gamma_n=50.0, friction=1.0)  # sticks
+    # ids in a random spatial order, well apart so that only wall contacts exist
+    xy = rng.permutation(np.array([(x, y) for x in range(6) for y in range(6)], float)) * 3 * R
+    pos = np.column_stack([xy, np.full(len(xy), R - 1e-6)])
+    ids = sim.add_spheres(pos, R, m)
+    sim.block(ids, ["x", "y", "z", "rx", "ry", "rz"])          # particles held in place
+    v = 0.01
+    sim.add_plane((0, 0, 0), (0, 0, 1), m, velocity=(v, 0, 0))
+    sim.run(steps=1)
+    start = sim.time
+    rebuilds = sim.n_rebuilds
+    for _ in range(40):                                       # a rebuild before every chunk
+        sim._dirty = True
+        sim.run(steps=50)
+    assert sim.n_rebuilds >= rebuilds + 40
+    c = sim.contacts()
+    assert len(c["id1"]) == len(ids) and np.all(c["id1"] == -1)
+    slip = np.linalg.norm(c["u"][:, 1:] - c["u0"][:, 1:], axis=1)
+    # sticking: the elastic tangential displacement equals the plane's travel since contact
+    assert np.allclose(slip, v * (sim.time - start), rtol=2e-3)
