@@ -1,15 +1,22 @@
 """Simulation: owns the particles, contacts and walls of one rank and runs the step.
 
 The step (ARCHITECTURE.md section 2), written once, in `step`:
-  drift (x, q to t)  ->  rebuild neighbors if any particle moved > skin/2, else
-  refresh ghosts  ->  contacts (L6Geom + law) for pairs and planes  ->  gather
-  forces per particle in a fixed order  ->  kick (v to t + dt/2)  ->  checks.
+  drift (x, q to t)  ->  if any particle on any rank moved > skin/2: wrap, migrate
+  particles with their contact rows, build ghosts (six swaps), Verlet lists, carry
+  contact state over; else refresh ghosts  ->  contacts (L6Geom + law) for pairs
+  and planes  ->  gather forces per particle in a fixed order  ->  kick (v to
+  t + dt/2)  ->  collective checks (NaN, overlap).
+
+Every rank runs the same script (SPMD): scene set-up calls (materials, planes,
+add_spheres with the full arrays) are made on all ranks; each rank keeps what it
+owns. Errors found on one rank are raised on all ranks (no hang).
 """
 import math
 import time
 import warnings
 
 import numpy as np
+from mpi4py import MPI
 
 from ._kernels import cells, contacts as ck, integrate
 from .contact.store import ContactBatch
@@ -17,7 +24,10 @@ from .contact.walls import Planes
 from .domain import Domain
 from .errors import InputError, SimulationError
 from .materials import COL, MaterialTable
-from .parallel.ghosts import periodic_images, wrap
+from .parallel.decomposition import Decomposition
+from .parallel.exchange import pack, record_dtype, unpack
+from .parallel.ghosts import GhostExchange, wrap
+from .parallel.migration import migrate
 from .particles import DOF_BITS, ParticleStore, empty_fields
 from .threads import thread_count
 
@@ -45,8 +55,11 @@ def _vectors(name, value, n, ncomp, dim):
 class Simulation:
     """A DEM simulation on a box `domain` with time step `dt`.
 
-    Parameters: gravity (3-vector); comm (mpi4py communicator; one rank for now);
-    skin: Verlet skin / alert distance (default 0.1 x the largest diameter, fixed at
+    Parameters: gravity (3-vector); comm: mpi4py communicator (default
+    MPI.COMM_WORLD); dims: ranks per axis (default MPI.Compute_dims); balance:
+    imbalance max/mean of owned particles that triggers moving the subdomain cuts
+    (checked at neighbor rebuilds; None: never); check_ids: debug check, every step,
+    that the set of global ids is preserved (one Allgatherv per step); skin: Verlet skin / alert distance (default 0.1 x the largest diameter, fixed at
     the first step); threads: OpenMP threads per rank (default OMP_NUM_THREADS);
     approx: L6Geom approximation flags, any of 'mid_normal', 'no_renorm_mid_normal',
     'mid_trsf', 'no_renorm_trsf'; no_ratch: branch vectors r n (seed 000); lost:
@@ -56,7 +69,8 @@ class Simulation:
     """
 
     def __init__(self, domain, dt, gravity=(0.0, 0.0, 0.0), comm=None, skin=None, threads=None,
-                 approx=(), no_ratch=False, lost="error", check_timestep=True, max_overlap=0.5):
+                 approx=(), no_ratch=False, lost="error", check_timestep=True, max_overlap=0.5,
+                 dims=None, balance=1.2, check_ids=False):
         if not isinstance(domain, Domain):
             raise InputError("domain must be a pdem.Domain, got %r" % (domain,))
         if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
@@ -64,9 +78,9 @@ class Simulation:
         g = np.asarray(gravity, dtype=float).reshape(-1)
         if g.shape != (3,) or not np.all(np.isfinite(g)):
             raise InputError("gravity must be 3 finite numbers, got %r" % (gravity,))
-        if comm is not None and comm.Get_size() > 1:
-            raise InputError("comm has %d ranks: this version of pdem runs on one rank "
-                             "(domain decomposition is the next milestone)" % comm.Get_size())
+        if balance is not None and not (isinstance(balance, (int, float)) and balance > 1.0):
+            raise InputError("balance must be a threshold > 1 (max/mean particles per rank) "
+                             "or None, got %r" % (balance,))
         unknown = set(approx) - set(APPROX)
         if unknown:
             raise InputError("approx: unknown flag(s) %s (known: %s)" % (sorted(unknown), sorted(APPROX)))
@@ -77,7 +91,15 @@ class Simulation:
         self.domain = domain
         self.dt = float(dt)
         self.gravity = g if domain.dim == 3 else np.array([g[0], g[1], 0.0])
-        self.comm = comm
+        self.comm = MPI.COMM_WORLD if comm is None else comm
+        self.dec = Decomposition(self.comm, domain, dims)
+        self.rank, self.size = self.dec.rank, self.dec.size
+        self.ghosts = GhostExchange(self.dec)
+        self.balance = balance
+        self.check_ids = check_ids
+        self.n_balances = 0
+        self.n_migrated = 0                      # particles this rank sent to others
+        self._ids = np.empty(0, np.int64)        # all live ids (kept for check_ids)
         self.skin = skin
         self.threads = thread_count(threads)
         self.flags = sum(APPROX[a] for a in approx) | (NO_RATCH if no_ratch else 0)
@@ -89,6 +111,7 @@ class Simulation:
         self.store = ParticleStore()
         self.pairs = ContactBatch()
         self.walls = ContactBatch()
+        self._owner1 = self._owner2 = np.empty(0, np.int32)
         self.time = 0.0
         self.step_count = 0
         self.timers = dict.fromkeys(PHASES, 0.0)
@@ -155,7 +178,10 @@ class Simulation:
             new["angvel"][:, :2] = 0.0
         new["material"][:] = mat.index
         self._next_id += n
-        self.store.append_owned(new)
+        if self.check_ids:
+            self._ids = np.concatenate([self._ids, new["id"]])
+        mine = np.flatnonzero(self.dec.owner(pos) == self.rank)
+        self.store.append_owned({k: v[mine] for k, v in new.items()})
         self._dirty = True
         self._checked_dt = False
         return new["id"].copy()
@@ -171,16 +197,20 @@ class Simulation:
         return idx
 
     def _local_index(self, ids):
+        """Local indices of the particles of `ids` this rank owns; an id owned by no
+        rank is an InputError on every rank (collective)."""
         ids = np.atleast_1d(np.asarray(ids, dtype=np.int64))
         own = self.store.id[:self.store.n_own]
         order = np.argsort(own)
-        where = np.searchsorted(own, ids, sorter=order)
-        where[where >= len(own)] = 0
+        where = np.minimum(np.searchsorted(own, ids, sorter=order), max(len(own) - 1, 0))
         idx = order[where] if len(own) else where
-        missing = ids[(len(own) == 0) | (own[idx] != ids)] if len(own) else ids
-        if len(missing):
-            raise InputError("unknown particle id %d" % missing[0])
-        return idx
+        found = (own[idx] == ids) if len(own) else np.zeros(len(ids), bool)
+        count = found.astype(np.int32)
+        if self.size > 1:
+            self.comm.Allreduce(MPI.IN_PLACE, count, op=MPI.SUM)
+        if np.any(count == 0):
+            raise InputError("unknown particle id %d" % ids[np.flatnonzero(count == 0)[0]])
+        return idx[found]
 
     def block(self, ids, dofs="xyz"):
         """Block degrees of freedom: one name ('x', 'y', 'z', 'rx', 'ry', 'rz'), a string
@@ -248,40 +278,83 @@ class Simulation:
         self.step_count += 1
         t1 = time.perf_counter()
         self.timers["integrate"] += t1 - clock
+        if not self._dirty and self.size > 1:   # every rank rebuilds on the same steps
+            moved2 = self.comm.allreduce(moved2, op=MPI.MAX)
         if self._dirty or not (moved2 <= (0.5 * self.skin) ** 2):
             self._rebuild()
             t2 = time.perf_counter()
             self.timers["neighbor"] += t2 - t1
         else:
-            self._refresh_ghosts()
+            self.ghosts.refresh(st)
             t2 = time.perf_counter()
             self.timers["comm"] += t2 - t1
-        self._compute_forces()
+        problem = self._compute_forces()
         t3 = time.perf_counter()
         self.timers["contact"] += t3 - t2
         bad = integrate.kick(st.vel, st.angvel, st.force, st.torque, st.mass, st.inertia,
                              st.blocked, self.gravity, self.dt, st.n_own, self.threads)
-        self.timers["integrate"] += time.perf_counter() - t3
-        if bad >= 0:
-            raise SimulationError("step %d (t=%.6g): particle id %d has a non-finite velocity "
-                                  "%r / angular velocity %r (force %r)" % (
-                                      self.step_count, self.time, st.id[bad], st.vel[bad].tolist(),
-                                      st.angvel[bad].tolist(), st.force[bad].tolist()))
+        t4 = time.perf_counter()
+        self.timers["integrate"] += t4 - t3
+        if bad >= 0 and problem is None:
+            problem = ("step %d (t=%.6g): particle id %d has a non-finite velocity %r / angular "
+                       "velocity %r (force %r)" % (
+                           self.step_count, self.time, st.id[bad], st.vel[bad].tolist(),
+                           st.angvel[bad].tolist(), st.force[bad].tolist()))
+        self._raise_if_any(problem, SimulationError)
+        if self.check_ids:
+            self._verify_ids()
+        self.timers["comm"] += time.perf_counter() - t4
+
+    def _raise_if_any(self, message, error):
+        """Raise error(message) on every rank when any rank has a message (the lowest
+        rank's message wins): a failure on one rank stops all ranks, never hangs."""
+        if self.size > 1:
+            if not self.comm.allreduce(message is not None, op=MPI.LOR):
+                return
+            message = next(m for m in self.comm.allgather(message) if m is not None)
+        if message is not None:
+            raise error(message)
+
+    def _verify_ids(self):
+        """Debug check: the owned ids of all ranks are exactly the live ids."""
+        ids = self._allgather({"id": self.store.id[:self.store.n_own]})["id"]
+        ids.sort()
+        if len(ids) != len(self._ids) or np.any(ids != np.sort(self._ids)):
+            lost = np.setdiff1d(self._ids, ids)
+            dup = ids[1:][ids[1:] == ids[:-1]]
+            raise SimulationError("step %d: particle ids not preserved: %d expected, %d found, "
+                                  "missing %s, duplicated %s" % (self.step_count, len(self._ids),
+                                                                 len(ids), lost[:5].tolist(),
+                                                                 dup[:5].tolist()))
+
+    def _allgather(self, fields):
+        """Fields (dict of arrays, rows = particles) of all ranks, concatenated."""
+        if self.size == 1:
+            return {k: v.copy() for k, v in fields.items()}
+        rec = pack(fields, record_dtype(fields))
+        counts = np.array(self.comm.allgather(rec.nbytes), np.int64)
+        out = np.empty(int(counts.sum()) // rec.dtype.itemsize, rec.dtype)
+        offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        self.comm.Allgatherv([rec.view(np.uint8), MPI.BYTE],
+                             [out.view(np.uint8), (counts, offsets), MPI.BYTE])
+        return unpack(out)
 
     def _compute_forces(self):
+        """Contact forces and their per-particle sums; returns a message when an overlap
+        exceeds max_overlap (raised collectively by step)."""
         st, nmat = self.store, max(1, len(self.materials.materials))
         table = self.materials.table()
         worst = ck.sphere_sphere(self.pairs.i1, self.pairs.i2, st.pos, st.image, self._box_len,
                                  st.vel, st.angvel, st.radius, st.mass, st.material, table, nmat,
                                  self.dt, self.flags, self.pairs.active, self.pairs.state,
                                  self.threads)
-        self._check_overlap(worst, self.pairs, particle_pair=True)
+        problem = self._overlap_message(worst, self.pairs, particle_pair=True)
         pl = self.planes
         worst = ck.sphere_plane(self.walls.i1, self.walls.i2, st.pos, st.vel, st.angvel, st.radius,
                                 st.mass, st.material, pl.point, pl.normal, pl.vel, pl.material,
                                 table, nmat, self.dt, self.flags, self.walls.active,
                                 self.walls.state, self.threads)
-        self._check_overlap(worst, self.walls, particle_pair=False)
+        problem = problem or self._overlap_message(worst, self.walls, particle_pair=False)
         if self.threads == 1:
             ck.scatter(self._owner1, self._owner2, self.pairs.active, self.pairs.state,
                        self.walls.i1, self.walls.active, self.walls.state,
@@ -293,8 +366,9 @@ class Simulation:
             ck.gather(self._pair_start, self._pair_entry, self.pairs.active, self.pairs.state,
                       self._wall_start, self.walls.active, self.walls.state,
                       st.force[:st.n_own], st.torque[:st.n_own], self.threads)
+        return problem
 
-    def _check_overlap(self, worst, batch, particle_pair):
+    def _overlap_message(self, worst, batch, particle_pair):
         ratio, k = worst
         if k >= 0 and not (ratio <= self.max_overlap):
             ids = self.store.id
@@ -302,42 +376,62 @@ class Simulation:
                 who = "particles %d and %d" % (ids[batch.i1[k]], ids[batch.i2[k]])
             else:
                 who = "particle %d and plane %d" % (ids[batch.i1[k]], batch.i2[k])
-            raise SimulationError(
-                "step %d (t=%.6g): overlap of %s is %.3g of the smaller radius (limit "
-                "max_overlap=%g): time step too large or stiffness too low"
-                % (self.step_count, self.time, who, ratio, self.max_overlap))
+            return ("step %d (t=%.6g): overlap of %s is %.3g of the smaller radius (limit "
+                    "max_overlap=%g): time step too large or stiffness too low"
+                    % (self.step_count, self.time, who, ratio, self.max_overlap))
+        return None
 
     # ---------------------------------------------------------------- neighbors
     def _rebuild(self):
-        """Wrap, handle lost particles, build ghosts, Verlet lists, carry contact state."""
-        st, dom = self.store, self.domain
+        """Wrap, handle lost particles, balance, migrate, build ghosts and Verlet lists,
+        carry contact state over (collective)."""
+        st, dom, dec = self.store, self.domain, self.dec
         own = st.owned()
         wrap(own["pos"], dom.lo, dom.hi, dom.periodic)
-        self._handle_lost(own)
-        own = self._spatial_order(own)
-        if self.skin is None:
-            self.skin = 0.2 * float(own["radius"].max()) if len(own["radius"]) else 1.0
+        own, new_index = self._handle_lost(own)
         rmax = float(own["radius"].max()) if len(own["radius"]) else 0.0
+        if self.size > 1:
+            rmax = self.comm.allreduce(rmax, op=MPI.MAX)
+        if self.skin is None:
+            self.skin = 0.2 * rmax if rmax > 0 else 1.0
         cutoff = 2.0 * rmax + self.skin
         self._box_len = np.ascontiguousarray(dom.length)
         for axis in range(3):
             if dom.periodic[axis] and dom.length[axis] < 2.0 * cutoff:
                 raise InputError("domain length %g on periodic axis %d is below twice the pair "
                                  "range 2 * (2 r_max + skin) = %g" % (dom.length[axis], axis, 2 * cutoff))
+        dec.check_thickness(cutoff)
+        old_pairs, old_walls = self.pairs, self.walls
+        if self.size > 1:
+            if self.balance is not None and self._imbalance(len(own["id"])) > self.balance:
+                dec.balance(own["pos"], cutoff)
+                self.n_balances += 1
+            owners = (self._owner1, self._owner2, self.walls.i1)
+            if new_index is not None:              # removed particles leave their contacts
+                owners = tuple(np.where(o >= 0, new_index[o], -1) for o in owners)
+            dest = dec.owner(own["pos"])
+            self.n_migrated += int(np.count_nonzero(dest != self.rank))
+            own, old_pairs, old_walls = migrate(self.comm, own, dest, self.pairs, self.walls,
+                                                owners)
+        own = self._spatial_order(own)
         own["image"][:] = 0
-        src, img = periodic_images(own["pos"], own["image"], dom.lo, dom.hi, dom.periodic, cutoff)
-        ghosts = {k: v[src] for k, v in own.items()}
-        ghosts["image"] = img.astype(np.int32)
-        st.set_local(own, ghosts)
-        self._ghost_src = src
-        n_own = st.n_own
-        owner = np.concatenate([np.arange(n_own), src]).astype(np.int32)
-        # candidate pairs, sorted by (id1, id2); images make duplicates to drop
+        local = self.ghosts.build(own, cutoff)
+        n_own = len(own["id"])
+        st.set_local(own, {k: v[n_own:] for k, v in local.items()})
+        # owned index of every local particle (ghosts that are periodic images of an
+        # owned particle of this rank get its index, others -1)
+        by_id = np.argsort(st.id[:n_own])
+        where = np.minimum(np.searchsorted(st.id[:n_own], st.id[n_own:], sorter=by_id),
+                           max(n_own - 1, 0))
+        ghost_owner = by_id[where] if n_own else np.zeros(st.n - n_own, np.int64)
+        mine = (st.id[:n_own][ghost_owner] == st.id[n_own:]) if n_own else ghost_owner < 0
+        owner = np.concatenate([np.arange(n_own), np.where(mine, ghost_owner, -1)]).astype(np.int32)
+        # candidate pairs, sorted by (id1, id2); periodic images make duplicates to drop
         order = np.argsort(st.id, kind="stable")
         i1, i2 = cells.build_pairs(st.pos, st.image, self._box_len, st.radius, st.id, n_own,
                                    self.skin, order, self.threads)
         key = st.id[i1] * (self._next_id + 1) + st.id[i2]
-        if len(src):
+        if st.n > n_own:
             srt = np.argsort(key, kind="stable")
             key, i1, i2 = key[srt], i1[srt], i2[srt]
             first = np.ones(len(key), bool)
@@ -345,7 +439,7 @@ class Simulation:
             key, i1, i2 = key[first], i1[first], i2[first]
         self._check_pair_laws(i1, i2)
         pairs = ContactBatch(i1, i2, key)
-        pairs.carry_from(self.pairs)
+        pairs.carry_from(old_pairs)
         self.pairs = pairs
         self._owner1, self._owner2 = owner[i1], owner[i2]
         self._pair_start = self._pair_entry = None       # gather lists: built when threads > 1
@@ -353,13 +447,18 @@ class Simulation:
         wp, ww = cells.build_plane_pairs(st.pos, st.radius, n_own, self.planes.point,
                                          self.planes.normal, self.skin)
         walls = ContactBatch(wp, ww, (st.id[wp] << PLANE_BITS) | ww)
-        walls.carry_from(self.walls)
+        walls.carry_from(old_walls)
         self.walls = walls
         self._wall_start = np.zeros(n_own + 1, np.int64)
         np.cumsum(np.bincount(walls.i1, minlength=n_own), out=self._wall_start[1:])
         self._build_pos = st.pos[:n_own].copy()
         self._dirty = False
         self.n_rebuilds += 1
+
+    def _imbalance(self, n_own):
+        """max / mean of the owned particle counts over ranks (collective)."""
+        counts = np.array(self.comm.allgather(n_own), float)
+        return float(counts.max() / counts.mean()) if counts.sum() else 1.0
 
     def _spatial_order(self, own):
         """Store owned particles in cell order (cells of a few radii) so that neighbors
@@ -389,45 +488,56 @@ class Simulation:
                 self.materials.row(a, b)   # raises the InputError that explains the pair
 
     def _handle_lost(self, own):
+        """Particles outside a non-periodic box: error on every rank, or (lost='remove')
+        a warning naming them and their removal. Returns the kept particles and, when
+        some were removed, the new index of each old one (-1: removed)."""
         dom = self.domain
         out = np.zeros(len(own["id"]), bool)
         for axis in range(3):
             if not dom.periodic[axis]:
                 out |= (own["pos"][:, axis] < dom.lo[axis]) | (own["pos"][:, axis] >= dom.hi[axis])
-        if not out.any():
-            return
-        i = int(np.flatnonzero(out)[0])
-        msg = ("step %d (t=%.6g): particle id %d at %r left the domain %s..%s"
-               % (self.step_count, self.time, own["id"][i], own["pos"][i].tolist(),
-                  dom.lo.tolist(), dom.hi.tolist()))
+        msg = None
+        if out.any():
+            i = int(np.flatnonzero(out)[0])
+            msg = ("step %d (t=%.6g): particle id %d at %r left the domain %s..%s"
+                   % (self.step_count, self.time, own["id"][i], own["pos"][i].tolist(),
+                      dom.lo.tolist(), dom.hi.tolist()))
         if self.lost == "error":
-            raise SimulationError(msg + " (use lost='remove' to delete such particles)")
-        warnings.warn(msg + ": removed (%d particle(s) this step)" % out.sum(), RuntimeWarning,
-                      stacklevel=3)
-        for k in own:
-            own[k] = own[k][~out]
-
-    def _refresh_ghosts(self):
-        st = self.store
-        if len(self._ghost_src):
-            for name in ("pos", "vel", "angvel"):
-                arr = st.f[name]
-                np.take(arr[:st.n_own], self._ghost_src, axis=0, out=arr[st.n_own:])
+            self._raise_if_any(msg and msg + " (use lost='remove' to delete such particles)",
+                               SimulationError)
+            return own, None
+        if msg:
+            warnings.warn(msg + ": removed (%d particle(s) on rank %d this step)"
+                          % (out.sum(), self.rank), RuntimeWarning, stacklevel=3)
+        if self.check_ids:
+            gone = self._allgather({"id": own["id"][out]})["id"]
+            self._ids = np.setdiff1d(self._ids, gone)
+        if not out.any():
+            return own, None
+        new_index = np.cumsum(~out) - 1
+        new_index[out] = -1
+        return {k: v[~out] for k, v in own.items()}, new_index
 
     def _check_timestep(self):
         """Refuse dt above the stability limit of the stiffest contact on the lightest
         particle: 2 / omega with omega = sqrt(k_n / m*) (Hooke), or the Rayleigh time
         pi R sqrt(rho / G) / (0.1631 nu + 0.8766) (Hertz)."""
-        st = self.store
-        if st.n_own == 0 or not self.materials.materials:
+        st, n = self.store, self.store.n_own
+        nmat = len(self.materials.materials)
+        if nmat == 0:
             return
-        own_mat = np.unique(st.material[:st.n_own])
+        # per material over all ranks: smallest mass, smallest and largest radius
+        stats = np.full((3, nmat), np.inf)
+        for mi in np.unique(st.material[:n]):
+            sel = st.material[:n] == mi
+            stats[:, mi] = (st.mass[:n][sel].min(), st.radius[:n][sel].min(),
+                            -st.radius[:n][sel].max())
+        if self.size > 1:
+            self.comm.Allreduce(MPI.IN_PLACE, stats, op=MPI.MIN)
+        own_mat = np.flatnonzero(np.isfinite(stats[0]))
         limits = []
         for mi in own_mat:
-            sel = st.material[:st.n_own] == mi
-            m_min = float(st.mass[:st.n_own][sel].min())
-            r_min = float(st.radius[:st.n_own][sel].min())
-            r_max = float(st.radius[:st.n_own][sel].max())
+            m_min, r_min, r_max = stats[0, mi], stats[1, mi], -stats[2, mi]
             a = self.materials.materials[mi]
             partners = [self.materials.materials[j] for j in own_mat] + \
                 [self.materials.materials[j] for j in np.unique(self.planes.material)]
@@ -443,6 +553,8 @@ class Simulation:
                     kn = row[COL["kn0"]] + row[COL["kn1"]] * r_max
                     limits.append((2.0 * math.sqrt(0.5 * m_min / kn),
                                    "2 sqrt(m*/k_n) of pair (%r, %r)" % (a.name, b.name)))
+        if not limits:
+            return
         crit, what = min(limits)
         if self.dt > crit:
             raise InputError("dt = %g is above the critical time step %g (%s); reduce dt or "
@@ -450,28 +562,38 @@ class Simulation:
         self._checked_dt = True
 
     # ---------------------------------------------------------------- results
-    def particles(self):
-        """Owned particles as a dict of numpy arrays sorted by id. Velocities are at
+    def particles(self, gather=False):
+        """Particles owned by this rank (gather=True: all particles, on every rank;
+        collective) as a dict of numpy arrays sorted by id. Velocities are at
         t + dt/2 (leap-frog), positions, forces and torques at t."""
         st = self.store
         n = st.n_own
-        order = np.argsort(st.id[:n], kind="stable")
-        return {"id": st.id[:n][order], "position": st.pos[:n][order],
-                "velocity": st.vel[:n][order], "angular_velocity": st.angvel[:n][order],
-                "force": st.force[:n][order], "torque": st.torque[:n][order],
-                "radius": st.radius[:n][order], "mass": st.mass[:n][order],
-                "orientation": st.orient[:n][order], "material": st.material[:n][order]}
+        out = {"id": st.id[:n], "position": st.pos[:n], "velocity": st.vel[:n],
+               "angular_velocity": st.angvel[:n], "force": st.force[:n],
+               "torque": st.torque[:n], "radius": st.radius[:n], "mass": st.mass[:n],
+               "orientation": st.orient[:n], "material": st.material[:n]}
+        return self._sorted(out, "id", gather)
 
-    def contacts(self):
-        """Active contacts: particle pairs, then plane contacts (id1 = -1 - plane index).
-        force and torque act on particle id2; u, phi, u0, phi0 are the L6Geom
-        generalized displacements and shifted origins (local coordinates, u_x < 0 in
-        overlap); normal is the local x axis; point is global."""
+    def _sorted(self, fields, key, gather):
+        if gather:
+            fields = self._allgather(fields)
+        order = np.argsort(fields[key], kind="stable")
+        return {k: v[order] for k, v in fields.items()}
+
+    def contacts(self, gather=False):
+        """Active contacts whose particle 1 this rank owns (each contact on exactly one
+        rank; gather=True: all, on every rank; collective): particle pairs, then plane
+        contacts (id1 = -1 - plane index), each group sorted by (id1, id2). force and
+        torque act on particle id2; u, phi, u0, phi0 are the L6Geom generalized
+        displacements and shifted origins (local coordinates, u_x < 0 in overlap);
+        normal is the local x axis; point is global."""
         st = self.store
         out = {k: [] for k in ("id1", "id2", "point", "normal", "overlap", "force", "torque",
                                "u", "phi", "u0", "phi0")}
         for batch, is_pair in ((self.pairs, True), (self.walls, False)):
             a = np.flatnonzero(batch.active)
+            if is_pair:
+                a = a[self._owner1[a] >= 0]
             normal, un = batch.T[a, :3], batch.u[a, 0]
             if is_pair:
                 id1, id2 = st.id[batch.i1[a]], st.id[batch.i2[a]]
@@ -485,19 +607,30 @@ class Simulation:
             out["force"].append(batch.force[a]); out["torque"].append(batch.torque2[a])
             for k in ("u", "phi", "u0", "phi0"):
                 out[k].append(getattr(batch, k)[a])
-        return {k: np.concatenate(v) for k, v in out.items()}
+        out = {k: np.concatenate(v) for k, v in out.items()}
+        if gather:
+            out = self._allgather(out)
+        # pairs (id1 >= 0) first, then plane contacts; each by (id1, id2)
+        order = np.lexsort((out["id2"], out["id1"], out["id1"] < 0))
+        return {k: v[order] for k, v in out.items()}
 
     def plane_forces(self):
-        """Total force each plane exerts on the particles' reaction: (n_planes, 3), the
-        force ON each plane (minus the sum of its contact forces on particles)."""
+        """Force ON each plane, (n_planes, 3): minus the sum of its contact forces on
+        the particles, summed over ranks (collective)."""
         f = np.zeros((len(self.planes), 3))
         a = np.flatnonzero(self.walls.active)
         np.add.at(f, self.walls.i2[a], -self.walls.force[a])
-        return f
+        return self._sum(f)
+
+    def _sum(self, a):
+        if self.size > 1:
+            self.comm.Allreduce(MPI.IN_PLACE, a, op=MPI.SUM)
+        return a
 
     def energy(self):
-        """Kinetic, rotational and gravitational potential energy at time t: the kinetic
-        terms use m v(t-dt/2).v(t+dt/2)/2, the leap-frog's time-centred form."""
+        """Kinetic, rotational and gravitational potential energy at time t, summed over
+        ranks (collective): the kinetic terms use m v(t-dt/2).v(t+dt/2)/2, the
+        leap-frog's time-centred form."""
         st, n = self.store, self.store.n_own
         v_plus, w_plus = st.vel[:n], st.angvel[:n]
         acc = st.force[:n] / st.mass[:n, None] + self.gravity
@@ -507,11 +640,25 @@ class Simulation:
             alpha[(st.blocked[:n] & (8 << d)) != 0, d] = 0.0
         v_minus = v_plus - acc * self.dt
         w_minus = w_plus - alpha * self.dt
-        kin = 0.5 * float(np.sum(st.mass[:n] * np.einsum("ij,ij->i", v_minus, v_plus)))
-        rot = 0.5 * float(np.sum(st.inertia[:n] * np.einsum("ij,ij->i", w_minus, w_plus)))
-        pot = -float(np.sum(st.mass[:n] * (st.pos[:n] @ self.gravity)))
-        return {"kinetic": kin, "rotational": rot, "gravity": pot}
+        e = np.array([0.5 * np.sum(st.mass[:n] * np.einsum("ij,ij->i", v_minus, v_plus)),
+                      0.5 * np.sum(st.inertia[:n] * np.einsum("ij,ij->i", w_minus, w_plus)),
+                      -np.sum(st.mass[:n] * (st.pos[:n] @ self.gravity))])
+        kin, rot, pot = self._sum(e)
+        return {"kinetic": float(kin), "rotational": float(rot), "gravity": float(pot)}
+
+    def timer_stats(self):
+        """Seconds per phase over ranks: {phase: (min, mean, max)} (collective)."""
+        t = np.array([self.timers[p] for p in PHASES])
+        all_t = np.array(self.comm.allgather(t)) if self.size > 1 else t[None, :]
+        return {p: (all_t[:, i].min(), all_t[:, i].mean(), all_t[:, i].max())
+                for i, p in enumerate(PHASES)}
 
     @property
     def n_particles(self):
+        """Number of particles on all ranks (collective)."""
+        return int(self._sum(np.array([self.store.n_own], np.int64))[0])
+
+    @property
+    def n_local(self):
+        """Number of particles this rank owns."""
         return self.store.n_own

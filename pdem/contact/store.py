@@ -35,6 +35,20 @@ class ContactBatch:
     def __len__(self):
         return len(self.key)
 
+    def rows(self, index):
+        """A batch of the rows `index` (key, active, state; local indices dropped)."""
+        out = ContactBatch(key=self.key[index])
+        out.active[:] = self.active[index]
+        out.state[:] = self.state[index]
+        return out
+
+    @staticmethod
+    def concat(batches):
+        out = ContactBatch(key=np.concatenate([b.key for b in batches]))
+        out.active[:] = np.concatenate([b.active for b in batches])
+        out.state[:] = np.concatenate([b.state for b in batches])
+        return out
+
     def carry_from(self, old):
         """Copy the rows of contacts active in `old` whose key is also here."""
         if len(old) == 0 or len(self) == 0:

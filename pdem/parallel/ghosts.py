@@ -1,37 +1,84 @@
 """Ghost particles built in six swaps (-x, +x, -y, +y, -z, +z), LAMMPS "borders" style.
 
-Each swap selects, from the owned particles and the ghosts of earlier axes, those
-within `cutoff` of a face, and appends copies on the other side; doing the axes in
-sequence makes edge and corner images come for free. On one rank a periodic face
-sends to itself: the copy keeps the coordinates and gets image +-1 on that axis.
-The domain-decomposition issue replaces the self-send by a buffer exchange with
-the neighbor rank; the selection and the bookkeeping stay the same.
+For each axis, a rank sends to its lower (upper) neighbor copies of the particles
+it holds -- owned and ghosts from earlier axes -- within `cutoff` of its lower
+(upper) face, and receives the neighbor's; doing the axes in sequence makes edge
+and corner copies come for free. A copy crossing a periodic face keeps the
+owner's coordinates and gets image +-1 on that axis, so kernels form relative
+vectors as (x_b - x_a) + (image_b - image_a) * L, the same numbers on every rank.
+One rank along a periodic axis sends to itself: one code path for periodic images
+and MPI ghosts. The swaps are recorded so that, between rebuilds, `refresh`
+repeats them with positions and velocities only.
 """
 import numpy as np
+from mpi4py import MPI
+
+from .exchange import pack, record_dtype, sendrecv_records, unpack
+
+REFRESHED = ("pos", "vel", "angvel")     # what changes between rebuilds
 
 
-def periodic_images(pos, image, box_lo, box_hi, periodic, cutoff):
-    """Return (src, image) of the ghosts for owned positions `pos` (n, 3) whose images
-    are `image` (n, 3): src indexes the owned particle each ghost copies."""
-    box_len = box_hi - box_lo
-    src = np.arange(len(pos))
-    img = image.copy()
-    n_own = len(pos)
-    for axis in range(3):
-        if not periodic[axis]:
-            continue
-        shifted = pos[src, axis] + img[:, axis] * box_len[axis]
-        new_src, new_img = [], []
-        for near, shift in ((shifted < box_lo[axis] + cutoff, 1),
-                            (shifted >= box_hi[axis] - cutoff, -1)):
-            sel = np.flatnonzero(near)
-            im = img[sel].copy()
-            im[:, axis] += shift
-            new_src.append(src[sel])
-            new_img.append(im)
-        src = np.concatenate([src] + new_src)
-        img = np.concatenate([img] + new_img)
-    return src[n_own:], img[n_own:]
+class GhostExchange:
+    def __init__(self, decomposition):
+        self.dec = decomposition
+        self.swaps = []            # (send indices, dest, source, first received slot, count)
+        self.bytes_per_refresh = 0
+
+    def build(self, owned, cutoff):
+        """Return owned + ghost fields (ghosts appended in swap order)."""
+        dec, dom = self.dec, self.dec.domain
+        box = dom.length
+        local = dict(owned)
+        dtype = record_dtype(local)
+        self.swaps = []
+        sub_lo, sub_hi = dec.lo, dec.hi
+        for d in range(3):
+            lower, upper = dec.neighbors[d]
+            at_lo, at_hi = dec.coords[d] == 0, dec.coords[d] == dec.dims[d] - 1
+            shifted = local["pos"][:, d] + local["image"][:, d] * box[d]
+            received = []
+            n_before = len(shifted)
+            for near, dest, source, shift, tag in (
+                    (shifted < sub_lo[d] + cutoff, lower, upper, 1 if at_lo else 0, 10 * d),
+                    (shifted >= sub_hi[d] - cutoff, upper, lower, -1 if at_hi else 0, 10 * d + 5)):
+                sel = np.flatnonzero(near) if dest >= 0 else np.empty(0, np.int64)
+                rec = pack(local, dtype, sel)
+                rec["image"][:, d] += shift
+                got = sendrecv_records(dec.cart, rec, dest, source, dtype, tag)
+                self.swaps.append((sel, dest, source, n_before + sum(len(r) for r in received),
+                                   len(got)))
+                received.append(got)
+            if any(len(r) for r in received):
+                new = unpack(np.concatenate(received))
+                local = {k: np.concatenate([local[k], new[k]]) for k in local}
+        self.bytes_per_refresh = sum(len(s[0]) for s in self.swaps) * 8 * 3 * len(REFRESHED)
+        return local
+
+    def refresh(self, store):
+        """Copy the current positions and velocities of the sources into the ghosts.
+        Swaps run in build order (later swaps forward ghosts of earlier ones); each
+        message is posted only when non-empty, which both sides know from the build."""
+        cart = self.dec.cart
+        f = store.f
+        width = 3 * len(REFRESHED)
+        for k, (sel, dest, source, first, count) in enumerate(self.swaps):
+            if dest == source == self.dec.rank:          # periodic image of this rank
+                for name in REFRESHED:
+                    f[name][first:first + count] = f[name][sel]
+                continue
+            reqs = []
+            recv = np.empty((count, width))
+            if count:
+                reqs.append(cart.Irecv(recv, source=source, tag=100 + k))
+            if len(sel):
+                send = np.empty((len(sel), width))
+                for j, name in enumerate(REFRESHED):
+                    send[:, 3 * j:3 * j + 3] = f[name][sel]
+                reqs.append(cart.Isend(send, dest=dest, tag=100 + k))
+            if reqs:
+                MPI.Request.Waitall(reqs)
+            for j, name in enumerate(REFRESHED):
+                f[name][first:first + count] = recv[:, 3 * j:3 * j + 3]
 
 
 def wrap(pos, box_lo, box_hi, periodic):

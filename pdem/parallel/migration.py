@@ -1,0 +1,61 @@
+"""Migration: particles that left their subdomain move to their new owner rank,
+together with the contact rows (L6Geom state and law history) attached to them.
+
+A contact row travels with each of its particles that changes rank; the receiver
+adds the rows to its previous contacts before the new Verlet list takes over the
+state by key (ContactBatch.carry_from). Every contact of a particle's new owner is
+thus known: the owner either owned the particle before (and computed the contact)
+or receives the row with the particle. Ranks that own nothing take part as usual.
+"""
+import numpy as np
+
+from ..contact.store import NCOLS, ContactBatch
+from .exchange import alltoallv_records, pack, record_dtype, unpack
+
+CONTACT_RECORD = np.dtype([("key", np.int64), ("kind", np.int8), ("active", np.int8),
+                           ("state", np.float64, (NCOLS,))])
+
+
+def _contact_records(batch, owners, dest, rank, kind):
+    """Rows of `batch` whose owned particle(s) `owners` (-1: not owned) move, and where."""
+    rows, to = [], []
+    active = batch.active != 0
+    for owner in owners:
+        k = np.flatnonzero(active & (owner >= 0))
+        d = dest[owner[k]]
+        moving = d != rank
+        rows.append(k[moving])
+        to.append(d[moving])
+    rows, to = np.concatenate(rows), np.concatenate(to)
+    # a pair whose two particles go to the same rank is sent once
+    uniq = np.unique(rows.astype(np.int64) * (1 << 20) + to)
+    rows, to = (uniq >> 20).astype(np.int64), (uniq & ((1 << 20) - 1)).astype(np.int32)
+    rec = np.empty(len(rows), CONTACT_RECORD)
+    rec["key"], rec["kind"] = batch.key[rows], kind
+    rec["active"], rec["state"] = batch.active[rows], batch.state[rows]
+    return rec, to
+
+
+def migrate(comm, own, dest, pairs, walls, owners):
+    """Send owned particles (fields dict `own`) to ranks `dest` with their contact
+    rows. owners = (owner1, owner2, wall_owner): index in `own` of each pair's
+    particles and of each wall contact's particle, or -1. Returns (own, pairs, walls) with the
+    received particles appended and received contact rows added to the batches."""
+    rank = comm.Get_rank()
+    leaving = dest != rank
+    prec = pack(own, record_dtype(own), np.flatnonzero(leaving))
+    got = unpack(alltoallv_records(comm, prec, dest[leaving]))
+    crec = [_contact_records(pairs, owners[:2], dest, rank, 0),
+            _contact_records(walls, owners[2:], dest, rank, 1)]
+    rows = alltoallv_records(comm, np.concatenate([r for r, _ in crec]),
+                             np.concatenate([t for _, t in crec]))
+    stay = ~leaving
+    own = {k: np.concatenate([v[stay], got[k].astype(v.dtype)]) for k, v in own.items()}
+    batches = []
+    for kind, old in ((0, pairs), (1, walls)):
+        r = rows[rows["kind"] == kind]
+        extra = ContactBatch(key=r["key"])
+        extra.active[:] = r["active"]
+        extra.state[:] = r["state"]
+        batches.append(ContactBatch.concat([old.rows(np.flatnonzero(old.active)), extra]))
+    return own, batches[0], batches[1]

@@ -1,0 +1,74 @@
+"""Scenes shared by the MPI tests: every rank builds the same scene (SPMD)."""
+import math
+
+import numpy as np
+
+import pdem
+
+
+def sheared_box(comm, dim=3, threads=1, n_side=None, layers=None, seed=5, **options):
+    """A granular layer sheared between two frictional plane walls moving in opposite
+    directions along x, periodic on the other axes, started on a jittered lattice
+    with random velocities plus a linear shear profile, under gravity towards the lower wall: particles cross subdomain
+    boundaries all the time and contacts slide; the walls also close in slowly. 3D: n_side^2 * layers spheres;
+    2D: n_side * layers disks (defaults: 2028 spheres, 2000 disks)."""
+    n_side = n_side or (13 if dim == 3 else 80)
+    layers = layers or (12 if dim == 3 else 25)
+    rng = np.random.default_rng(seed)
+    spacing = 1.02
+    width = n_side * spacing
+    height = layers * spacing + 0.6
+    if dim == 3:
+        dom = pdem.Domain((0, 0, 0), (width, width, height), periodic=(True, True, False))
+        g = (np.arange(n_side) + 0.5) * spacing
+        x, y, z = np.meshgrid(g, g, 0.3 + (np.arange(layers) + 0.5) * spacing, indexing="ij")
+        pos = np.column_stack([x.ravel(), y.ravel(), z.ravel()])
+        up = 2
+    else:
+        dom = pdem.Domain((0, 0), (width, height), periodic=(True, False), dim=2)
+        g = (np.arange(n_side) + 0.5) * spacing
+        x, y = np.meshgrid(g, 0.3 + (np.arange(layers) + 0.5) * spacing, indexing="ij")
+        pos = np.column_stack([x.ravel(), y.ravel(), np.zeros(x.size)])
+        up = 1
+    n = len(pos)
+    radius = rng.uniform(0.46, 0.51, n)
+    pos[:, :dim] += rng.uniform(-0.005, 0.005, (n, dim))
+    vel = np.zeros((n, 3))
+    vel[:, :dim] = rng.normal(0.0, 0.2, (n, dim))
+    vel[:, 0] += 2.0 * (pos[:, up] / height - 0.5)
+    gravity = [0.0, 0.0, 0.0]
+    gravity[up] = -5.0                 # the layer settles onto the lower wall within ~2.5 s
+    sim = pdem.Simulation(dom, dt=2e-3, gravity=gravity, comm=comm, threads=threads, **options)
+    grain = sim.material("grain", density=1.0, kn=2000.0, gamma_n=60.0, friction=0.5,
+                         rolling_friction=0.05, rolling_stiffness=0.25)
+    lo, hi = [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]
+    hi[up] = height
+    normal = [0.0, 0.0, 0.0]
+    normal[up] = 1.0
+    squeeze = [0.0, 0.0, 0.0]
+    squeeze[up] = 0.1                  # the walls also close in: a dense, sheared layer
+    sim.add_plane(lo, normal, grain, velocity=(-2.0 + squeeze[0], squeeze[1], squeeze[2]))
+    normal[up] = -1.0
+    sim.add_plane(hi, normal, grain, velocity=(2.0 - squeeze[0], -squeeze[1], -squeeze[2]))
+    sim.add_spheres(pos[:, :3] if dim == 3 else pos[:, :2], radius, grain, velocities=vel[:, :dim])
+    return sim
+
+
+def state(sim):
+    """Full state gathered on every rank, sorted by id (collective)."""
+    p = sim.particles(gather=True)
+    c = sim.contacts(gather=True)
+    return p, c
+
+
+def assert_same_state(a, b):
+    """Bitwise equality of two gathered states."""
+    for part in range(2):
+        assert a[part].keys() == b[part].keys()
+        for k in a[part]:
+            x, y = a[part][k], b[part][k]
+            assert x.shape == y.shape, (k, x.shape, y.shape)
+            same = (x == y) | (np.isnan(x) & np.isnan(y)) if x.dtype.kind == "f" else x == y
+            assert np.all(same), "%s differs: %d of %d values, max |diff| %g" % (
+                k, np.sum(~same), same.size,
+                float(np.max(np.abs(x.astype(float) - y.astype(float)))))
