@@ -653,6 +653,13 @@ class Simulation:
         return {p: (all_t[:, i].min(), all_t[:, i].mean(), all_t[:, i].max())
                 for i, p in enumerate(PHASES)}
 
+    def comm_stats(self):
+        """Per rank (list indexed by rank; collective): owned particles, ghosts, and bytes
+        this rank sends per step between rebuilds (ghost refresh), from the last build."""
+        mine = {"owned": self.store.n_own, "ghosts": self.store.n - self.store.n_own,
+                "bytes_per_step": self.ghosts.bytes_per_refresh}
+        return self.comm.allgather(mine) if self.size > 1 else [mine]
+
     @property
     def n_particles(self):
         """Number of particles on all ranks (collective)."""

@@ -51,7 +51,9 @@ class GhostExchange:
             if any(len(r) for r in received):
                 new = unpack(np.concatenate(received))
                 local = {k: np.concatenate([local[k], new[k]]) for k in local}
-        self.bytes_per_refresh = sum(len(s[0]) for s in self.swaps) * 8 * 3 * len(REFRESHED)
+        # bytes sent to other ranks per refresh (periodic self-images are local copies)
+        self.bytes_per_refresh = sum(len(sel) for sel, dest, *_ in self.swaps
+                                     if dest != dec.rank) * 8 * 3 * len(REFRESHED)
         return local
 
     def refresh(self, store):
