@@ -295,7 +295,7 @@ class Simulation:
                              st.blocked, self.gravity, self.dt, st.n_own, self.threads)
         t4 = time.perf_counter()
         self.timers["integrate"] += t4 - t3
-        if bad >= 0 and problem is None:
+        if bad >= 0:                            # the root cause of a NaN overlap too
             problem = ("step %d (t=%.6g): particle id %d has a non-finite velocity %r / angular "
                        "velocity %r (force %r)" % (
                            self.step_count, self.time, st.id[bad], st.vel[bad].tolist(),
@@ -492,6 +492,11 @@ class Simulation:
         a warning naming them and their removal. Returns the kept particles and, when
         some were removed, the new index of each old one (-1: removed)."""
         dom = self.domain
+        bad = np.flatnonzero(~np.all(np.isfinite(own["pos"]), axis=1))
+        self._raise_if_any(None if len(bad) == 0 else (
+            "step %d (t=%.6g): particle id %d has a non-finite position %r"
+            % (self.step_count, self.time, own["id"][bad[0]], own["pos"][bad[0]].tolist())),
+            SimulationError)
         out = np.zeros(len(own["id"]), bool)
         for axis in range(3):
             if not dom.periodic[axis]:

@@ -72,3 +72,39 @@ def assert_same_state(a, b):
             assert np.all(same), "%s differs: %d of %d values, max |diff| %g" % (
                 k, np.sum(~same), same.size,
                 float(np.max(np.abs(x.astype(float) - y.astype(float)))))
+
+
+def corner_gas(comm, n_side=10, box=24.0, seed=3, **options):
+    """n_side^3 spheres released from a lattice in one corner of a periodic box with
+    random velocities: the load starts on few ranks and spreads out."""
+    rng = np.random.default_rng(seed)
+    dom = pdem.Domain((0, 0, 0), (box, box, box), periodic=(True, True, True))
+    g = 0.6 + np.arange(n_side) * 1.1
+    pos = np.stack(np.meshgrid(g, g, g, indexing="ij"), axis=-1).reshape(-1, 3)
+    sim = pdem.Simulation(dom, dt=2e-3, comm=comm, **options)
+    gas = sim.material("gas", density=1.0, kn=2000.0, gamma_n=2.0, friction=0.3)
+    sim.add_spheres(pos, rng.uniform(0.45, 0.5, len(pos)), gas,
+                    velocities=rng.normal(0.0, 2.0, (len(pos), 3)))
+    return sim
+
+
+def corner_pile(comm, box=10.0, seed=4, **options):
+    """41 spheres (d = 1) falling onto the floor in one corner of a closed box, a 5 x 5
+    layer and a 4 x 4 layer in its hollows; on several ranks the other subdomains
+    stay empty."""
+    rng = np.random.default_rng(seed)
+    dom = pdem.Domain((0, 0, 0), (box, box, box))
+    sim = pdem.Simulation(dom, dt=2e-3, gravity=(0, 0, -10.0), comm=comm, **options)
+    m = sim.material("grain", density=1.0, kn=5000.0, gamma_n=150.0, friction=0.4,
+                     rolling_friction=0.1, rolling_stiffness=0.5)
+    for point, normal in (((0, 0, 0), (0, 0, 1)), ((0, 0, 0), (1, 0, 0)), ((0, 0, 0), (0, 1, 0))):
+        sim.add_plane(point, normal, m)
+    layers = []
+    for k, z in ((5, 0.55), (4, 1.45)):
+        g = 0.55 + (5 - k) * 0.525 + np.arange(k) * 1.05
+        x, y = np.meshgrid(g, g, indexing="ij")
+        layers.append(np.column_stack([x.ravel(), y.ravel(), np.full(k * k, z)]))
+    pos = np.concatenate(layers)
+    pos[:, :2] += rng.uniform(-0.01, 0.01, (len(pos), 2))
+    sim.add_spheres(pos, 0.5, m)
+    return sim
