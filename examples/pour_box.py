@@ -1,6 +1,9 @@
 """Demo: pour 10,000+ spheres into a box and let them settle.
 
-    python examples/pour_box.py --out results/demo [--particles 10648] [--threads N]
+    mpirun -n 2 python -m mpi4py examples/pour_box.py --out results/demo [--particles 10648] [--threads N]
+
+Runs on any number of ranks (and gives the same bits on any number); rank 0 writes
+the outputs.
 
 Writes <out>/summary.txt (scene, performance, packing fraction, floor force
 against the bed's weight) and <out>/final_state.png (side view and top view of
@@ -50,14 +53,13 @@ def build(n_target, seed=1):
     return sim, radius, width
 
 
-def picture(sim, path, width):
+def picture(p, t, path, width):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.collections import PatchCollection
     from matplotlib.patches import Circle
 
-    p = sim.particles()
     x, z, r = p["position"][:, 0], p["position"][:, 2], p["radius"]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 5.5))
     front = p["position"][:, 1] < 0.5 * width        # front half, drawn back to front
@@ -82,7 +84,7 @@ def picture(sim, path, width):
         ax.set_xlabel("x [m]")
         ax.set_ylabel("z [m]" if ax is ax1 else "y [m]")
     fig.colorbar(pc, ax=[ax1, ax2], label="height z [m]")
-    fig.suptitle("pdem: %d spheres poured into a box, t = %.3f s" % (len(x), sim.time))
+    fig.suptitle("pdem: %d spheres poured into a box, t = %.3f s" % (len(x), t))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
@@ -94,13 +96,17 @@ def main():
     ap.add_argument("--time", type=float, default=0.45, help="simulated time [s]")
     ap.add_argument("--threads", type=int, default=None)
     args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
     sim, radius, width = build(args.particles)
+    root = sim.rank == 0
+    if root:
+        os.makedirs(args.out, exist_ok=True)
     if args.threads:
         sim.threads = args.threads
     n = sim.n_particles
     steps = int(round(args.time / sim.dt))
-    print("pdem demo: %d spheres, dt = %.3g s, %d steps, %d thread(s)" % (n, sim.dt, steps, sim.threads))
+    if root:
+        print("pdem demo: %d spheres, dt = %.3g s, %d steps, %d rank(s) x %d thread(s)"
+              % (n, sim.dt, steps, sim.size, sim.threads))
     t0 = time.perf_counter()
     chunk = max(1, steps // 10)
     done = 0
@@ -108,14 +114,19 @@ def main():
         k = min(chunk, steps - done)
         sim.run(steps=k)
         done += k
-        e = sim.energy()
-        print("  step %6d  t = %.3f s  contacts %6d  kinetic energy %.3e J"
-              % (sim.step_count, sim.time, len(sim.contacts()["id1"]), e["kinetic"]), flush=True)
+        e, nc = sim.energy(), sim.n_contacts
+        if root:
+            print("  step %6d  t = %.3f s  contacts %6d  kinetic energy %.3e J"
+                  % (sim.step_count, sim.time, nc, e["kinetic"]), flush=True)
     wall = time.perf_counter() - t0
-    p, c = sim.particles(), sim.contacts()
+    p, c = sim.particles(gather=True), sim.contacts(gather=True)
+    floor = -sim.plane_forces()[0, 2]      # load the bed puts on the floor
+    kinetic = sim.energy()["kinetic"]
+    phases = sim.timer_stats()
+    if not root:
+        return
     pair = c["id1"] >= 0
     weight = float(np.sum(p["mass"])) * 9.81
-    floor = -sim.plane_forces()[0, 2]      # load the bed puts on the floor
     top = np.sort(p["position"][:, 2] + p["radius"])[-int(0.05 * n):].mean()
     vol = float(np.sum(4 / 3 * math.pi * p["radius"] ** 3))
     # packing fraction in a slab away from the floor and the free surface
@@ -127,21 +138,23 @@ def main():
         "pdem demo: spheres poured into a box",
         "particles             %d (radius %.1f mm, box %.0f x %.0f mm)" % (n, radius * 1e3, width * 1e3, width * 1e3),
         "simulated time        %.3f s in %d steps (dt = %.3g s)" % (sim.time, sim.step_count, sim.dt),
-        "wall time             %.1f s (%d thread(s)), %.3g particle-steps/s" % (wall, sim.threads, n * steps / wall),
+        "wall time             %.1f s (%d rank(s) x %d thread(s)), %.3g particle-steps/s"
+        % (wall, sim.size, sim.threads, n * steps / wall),
         "neighbor rebuilds     %d" % sim.n_rebuilds,
-        "phase seconds         " + ", ".join("%s %.1f" % kv for kv in sim.timers.items()),
+        "phase seconds         " + ", ".join("%s %.1f" % (k, v[2]) for k, v in phases.items())
+        + " (slowest rank)",
         "bed height            %.1f mm" % (top * 1e3),
         "packing fraction      %.3f (bulk slab; poured frictional beds: 0.58-0.62)" % phi,
         "contacts per particle %.2f (coordination number, particle-particle)" % (2 * pair.sum() / n),
         "max overlap           %.2f %% of radius" % (100 * c["overlap"].max() / radius),
-        "kinetic energy        %.3e J" % sim.energy()["kinetic"],
+        "kinetic energy        %.3e J" % kinetic,
         "floor force / weight  %.4f (a settled bed rests on the floor and walls: <= 1)" % (floor / weight),
         "solid volume          %.3e m^3" % vol,
     ]
     text = "\n".join(lines) + "\n"
     with open(os.path.join(args.out, "summary.txt"), "w") as fh:
         fh.write(text)
-    picture(sim, os.path.join(args.out, "final_state.png"), width)
+    picture(p, sim.time, os.path.join(args.out, "final_state.png"), width)
     print(text + "wrote %s/summary.txt and %s/final_state.png" % (args.out, args.out))
 
 

@@ -20,10 +20,12 @@ ids = sim.add_spheres(positions, radii, glass)
 
 sim.run(until=0.3)                      # or sim.run(steps=1000)
 
-p = sim.particles()                     # dict of arrays sorted by id
-c = sim.contacts()                      # dict of arrays, one row per contact
-weight = p["mass"].sum() * 9.81
-print("t = %.3f s, %d particles, %d contacts" % (sim.time, len(p["id"]), len(c["id1"])))
-print("bed height %.1f mm" % (1e3 * (p["position"][:, 2] + p["radius"]).max()))
-print("floor load / weight = %.3f" % (-sim.plane_forces()[0, 2] / weight))
-print("mean contact overlap %.2e m" % c["overlap"].mean())
+p = sim.particles(gather=True)          # all particles (every rank), sorted by id
+c = sim.contacts(gather=True)           # one row per contact
+floor = -sim.plane_forces()[0, 2]       # collective calls: on every rank
+if sim.rank == 0:                       # run with `mpirun -n 4 python -m mpi4py ...` too
+    weight = p["mass"].sum() * 9.81
+    print("t = %.3f s, %d particles, %d contacts" % (sim.time, len(p["id"]), len(c["id1"])))
+    print("bed height %.1f mm" % (1e3 * (p["position"][:, 2] + p["radius"]).max()))
+    print("floor load / weight = %.3f" % (floor / weight))
+    print("mean contact overlap %.2e m" % c["overlap"].mean())

@@ -666,6 +666,14 @@ class Simulation:
         return self.comm.allgather(mine) if self.size > 1 else [mine]
 
     @property
+    def n_contacts(self):
+        """Number of active contacts (particle pairs and plane contacts) on all ranks
+        (collective)."""
+        pairs = np.count_nonzero(self.pairs.active[self._owner1 >= 0]) if len(self.pairs) else 0
+        local = np.array([pairs + np.count_nonzero(self.walls.active)], np.int64)
+        return int(self._sum(local)[0])
+
+    @property
     def n_particles(self):
         """Number of particles on all ranks (collective)."""
         return int(self._sum(np.array([self.store.n_own], np.int64))[0])
