@@ -59,7 +59,8 @@ class Simulation:
     MPI.COMM_WORLD); dims: ranks per axis (default MPI.Compute_dims); balance:
     imbalance max/mean of owned particles that triggers moving the subdomain cuts
     (checked at neighbor rebuilds; None: never); check_ids: debug check, every step,
-    that the set of global ids is preserved (one Allgatherv per step); skin: Verlet skin / alert distance (default 0.1 x the largest diameter, fixed at
+    that the set of global ids is preserved (one Allgatherv per step); skin: Verlet
+    skin / alert distance (default 0.1 x the largest diameter, fixed at
     the first step); threads: OpenMP threads per rank (default OMP_NUM_THREADS);
     approx: L6Geom approximation flags, any of 'mid_normal', 'no_renorm_mid_normal',
     'mid_trsf', 'no_renorm_trsf'; no_ratch: branch vectors r n (seed 000); lost:
@@ -279,7 +280,7 @@ class Simulation:
         t1 = time.perf_counter()
         self.timers["integrate"] += t1 - clock
         if not self._dirty and self.size > 1:   # every rank rebuilds on the same steps
-            moved2 = self.comm.allreduce(moved2, op=MPI.MAX)
+            moved2 = self._max(moved2)
         if self._dirty or not (moved2 <= (0.5 * self.skin) ** 2):
             self._rebuild()
             t2 = time.perf_counter()
@@ -309,11 +310,18 @@ class Simulation:
         """Raise error(message) on every rank when any rank has a message (the lowest
         rank's message wins): a failure on one rank stops all ranks, never hangs."""
         if self.size > 1:
-            if not self.comm.allreduce(message is not None, op=MPI.LOR):
+            if not self._max(float(message is not None)):
                 return
             message = next(m for m in self.comm.allgather(message) if m is not None)
         if message is not None:
             raise error(message)
+
+    def _max(self, value):
+        """Maximum of a float over ranks (buffer Allreduce: no pickling in the step).
+        NaN counts as +inf, so that every rank gets the same answer in any order."""
+        buf = np.array([value if value == value else math.inf])
+        self.comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.MAX)
+        return float(buf[0])
 
     def _verify_ids(self):
         """Debug check: the owned ids of all ranks are exactly the live ids."""
@@ -391,7 +399,7 @@ class Simulation:
         own, new_index = self._handle_lost(own)
         rmax = float(own["radius"].max()) if len(own["radius"]) else 0.0
         if self.size > 1:
-            rmax = self.comm.allreduce(rmax, op=MPI.MAX)
+            rmax = self._max(rmax)
         if self.skin is None:
             self.skin = 0.2 * rmax if rmax > 0 else 1.0
         cutoff = 2.0 * rmax + self.skin
