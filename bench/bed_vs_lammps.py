@@ -325,16 +325,17 @@ def parse_state(line):
     return {k: float(v) for k, v in re.findall(r"(\w+)=(\S+)", line)}
 
 
-def run_lammps(lmp, data, bed, steps, outdir):
-    dump = os.path.join(outdir, "lammps_final.dump")
-    inp = os.path.join(outdir, "in.bed")
-    log = os.path.join(outdir, "log.lammps")
+def run_lammps(lmp, data, bed, steps, outdir, launcher=(), tag=""):
+    """launcher: command prefix (e.g. mpirun -n 2); tag: suffix of the work files' names."""
+    dump = os.path.join(outdir, "lammps_final%s.dump" % tag)
+    inp = os.path.join(outdir, "in%s.bed" % tag)
+    log = os.path.join(outdir, "log%s.lammps" % tag)
     with open(inp, "w") as fh:
         fh.write(LMP_INPUT.format(data=data, kn=KN, kt=KT, gn=GAMMA_N, gt=GAMMA_T, mu=MU, skin=SKIN,
                                   dt=DT, g=GRAVITY, L=float(bed["L"]), steps=steps, dump=dump))
     env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    cmd = [lmp, "-in", inp, "-log", log, "-screen", "none", "-nocite"]
+    cmd = list(launcher) + [lmp, "-in", inp, "-log", log, "-screen", "none", "-nocite"]
     t0 = time.perf_counter()
     res = subprocess.run(cmd, env=env, capture_output=True, text=True)
     total = time.perf_counter() - t0
