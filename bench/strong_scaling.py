@@ -21,8 +21,8 @@ owned and ghost particles, ghosts/owned, bytes sent per step (sim.comm_stats()),
 neighbor rebuilds and particles migrated (sim.n_rebuilds, sim.n_migrated), active
 contacts computed with a ghost (done on both ranks: extra work); pdem's phase times
 min/mean/max over ranks (sim.timer_stats()); micro-benchmarks of the 2-rank run
-(one ghost refresh, one mpi4py allreduce of a float, a ping-pong of the refresh
-message size) that calibrate the communication model of docs/scaling.md; and
+(one ghost refresh and its packing alone, an Allreduce of one double, small and
+refresh-sized messages) that calibrate the communication model of docs/scaling.md; and
 whether the 1- and 2-rank end states agree (pdem: bit for bit expected).
 
 Usage: bench/strong_scaling.py [--particles N] [--steps N] [--repeat R] [--quick]
@@ -108,8 +108,10 @@ def _micro(comm, sim, stats):
         f[k][st.n_own:] = v
     out["rows_moved"] = int(sum(len(sel) + cnt for sel, dest, src, first, cnt in sim.ghosts.swaps
                                 if not dest == src == sim.rank))
-    # lowercase (pickled) allreduce of a float, as step() does twice per step
-    out["allreduce_s"] = per_call(lambda: comm.allreduce(1.0, op=MPI.MAX), 2000)
+    # Allreduce of one double, as step() does twice per step (buffer; pickled for comparison)
+    one = np.ones(1)
+    out["allreduce_s"] = per_call(lambda: comm.Allreduce(MPI.IN_PLACE, one, op=MPI.MAX), 2000)
+    out["allreduce_pickled_s"] = per_call(lambda: comm.allreduce(1.0, op=MPI.MAX), 2000)
     if comm.size >= 2:     # one small message each way between ranks 0 and 1, as refresh posts it
         a, b = np.zeros(1), np.zeros(1)
         other = 1 - comm.rank
@@ -441,9 +443,11 @@ def main(argv=None):
              "sw_per_allreduce": m["allreduce_s"]}
     print("\n== communication costs measured on this machine (%d ranks, shared memory) ==" % P)
     print("one ghost refresh (%d messages sent per rank, %d B): %.1f us, of which packing + "
-          "unpacking %d rows %.1f us per rank; pickled allreduce of a float: %.1f us"
+          "unpacking %d rows %.1f us per rank; Allreduce of one double %.1f us (pickled "
+          "allreduce %.1f us)"
           % (m["refresh_messages"], pp["per_rank"][0]["bytes_per_step"], 1e6 * m["refresh_s"],
-             m["rows_moved"], 1e6 * m["pack_unpack_s"], 1e6 * m["allreduce_s"]))
+             m["rows_moved"], 1e6 * m["pack_unpack_s"], 1e6 * m["allreduce_s"],
+             1e6 * m["allreduce_pickled_s"]))
     if "exchange_8B_s" in m:
         print("Irecv + Isend + Waitall of 8 B each way (mpi4py): %.1f us" % (1e6 * m["exchange_8B_s"]))
     if "pingpong_8B_s" in m:
