@@ -1,0 +1,288 @@
+"""Parallel HDF5 output of a run: ONE file per run holding frames (particles, and
+optionally contacts, walls) and a time series of global quantities, plus an XDMF
+index beside it (pdem/io/xdmf.py). The layout is documented in docs/output.md.
+
+Every method is collective over sim.comm (every rank calls it, in the same order).
+The file is opened with h5py's mpio driver; each rank writes the rows it owns at an
+offset given by an Exscan of the local counts, with explicit hyperslab selections
+and collective transfers; a rank with nothing to write selects nothing but still
+takes part (h5py's high-level `dset[a:b] = x` skips empty writes, which would
+hang a collective transfer, so writes go through the low-level API). Rows of a
+frame are in rank order, not sorted: the ids are stored with them.
+"""
+import os
+import time
+
+import h5py
+import numpy as np
+from h5py import h5fd, h5p, h5s
+from mpi4py import MPI
+
+from ..errors import InputError
+from .xdmf import XdmfIndex
+
+# field -> physical dimension (pdem works in any consistent unit system, e.g. SI)
+PARTICLE_FIELDS = {"id": "1", "position": "L", "velocity": "L/T", "angular_velocity": "1/T",
+                   "orientation": "1", "radius": "L", "force": "M L/T^2",
+                   "torque": "M L^2/T^2", "material": "1", "mass": "M"}
+DEFAULT_FIELDS = ("id", "position", "velocity", "angular_velocity", "orientation", "radius",
+                  "force", "torque", "material")
+CONTACT_FIELDS = {"id1": "1", "id2": "1", "point": "L", "normal": "1", "force": "M L/T^2",
+                  "overlap": "L", "torque": "M L^2/T^2", "u": "L", "phi": "1", "u0": "L",
+                  "phi0": "1"}
+DEFAULT_CONTACT_FIELDS = ("id1", "id2", "point", "normal", "force", "overlap")
+SERIES = {"step": (np.int64, "1"), "time": (np.float64, "T"),
+          "kinetic_energy": (np.float64, "M L^2/T^2"),
+          "rotational_energy": (np.float64, "M L^2/T^2"),
+          "gravity_energy": (np.float64, "M L^2/T^2"), "n_particles": (np.int64, "1"),
+          "n_contacts": (np.int64, "1")}
+FORMAT = ("pdem-frames", 1)
+
+
+def _choose(what, given, allowed, default):
+    """Validated tuple of field names (InputError names the bad one and the allowed)."""
+    if given is None or given is True:
+        return tuple(default)
+    if isinstance(given, str):
+        given = [given]
+    names = list(dict.fromkeys(given))
+    for name in names:
+        if name not in allowed:
+            raise InputError("%s: unknown field %r (allowed: %s)"
+                             % (what, name, ", ".join(allowed)))
+    return tuple(names)
+
+
+def _positive_int(name, value):
+    if value is not None and not (isinstance(value, (int, np.integer)) and value > 0):
+        raise InputError("%s must be a positive integer (steps) or None, got %r" % (name, value))
+    return value
+
+
+class ResultFile:
+    """HDF5 result file of `sim` at `path` (collective; created, or truncated).
+
+    fields: particle fields of each frame (default DEFAULT_FIELDS; allowed:
+    PARTICLE_FIELDS; 'id' is always written). contacts: False, True (the
+    DEFAULT_CONTACT_FIELDS) or a list of CONTACT_FIELDS. float32_positions: store
+    particle positions and contact points as float32. every / series_every: step
+    intervals at which `run` writes a frame / a series row (series_every defaults
+    to every). collective: collective MPI-IO transfers (False: independent ones,
+    faster on some local file systems). series_buffer: rows of the time series kept
+    in memory before they are written (also written at each frame and at close).
+    The XDMF index is written beside the file as <path without .h5>.xdmf.
+    """
+
+    def __init__(self, path, sim, fields=None, contacts=False, float32_positions=False,
+                 every=None, series_every=None, collective=True, series_buffer=64):
+        self.fields = _choose("fields", fields, list(PARTICLE_FIELDS), DEFAULT_FIELDS)
+        if "id" not in self.fields:
+            self.fields = ("id",) + self.fields
+        self.contact_fields = () if contacts is False or contacts is None else _choose(
+            "contacts", contacts, list(CONTACT_FIELDS), DEFAULT_CONTACT_FIELDS)
+        self.every = _positive_int("every", every)
+        self.series_every = _positive_int("series_every", series_every) or self.every
+        self.series_buffer = _positive_int("series_buffer", series_buffer)
+        self.sim, self.comm = sim, sim.comm
+        self.float32 = bool(float32_positions)
+        self.path = os.fspath(path)
+        self.xdmf_path = os.path.splitext(self.path)[0] + ".xdmf"
+        self.frames = []                 # light description of each frame
+        self.xdmf = XdmfIndex(self.xdmf_path, self.path) if self.comm.rank == 0 else None
+        self.n_series = 0                # rows of the series in the file
+        self._pending = []               # rows not written yet: (values, wall forces)
+        self._planes = None              # number of planes of the series
+        clock = time.perf_counter()
+        if h5py.get_config().mpi:
+            self.h5 = h5py.File(self.path, "w", driver="mpio", comm=self.comm)
+            self._dxpl = h5p.create(h5p.DATASET_XFER)
+            self._dxpl.set_dxpl_mpio(h5fd.MPIO_COLLECTIVE if collective
+                                     else h5fd.MPIO_INDEPENDENT)
+        elif self.comm.size == 1:
+            self.h5, self._dxpl = h5py.File(self.path, "w"), None
+        else:
+            raise InputError("ResultFile on %d ranks needs h5py built with MPI (parallel HDF5)"
+                             % self.comm.size)
+        a = self.h5.attrs
+        a["format"], a["format_version"] = FORMAT
+        a["dim"] = sim.domain.dim
+        a["domain_lo"], a["domain_hi"] = sim.domain.lo, sim.domain.hi
+        a["periodic"] = np.array(sim.domain.periodic, np.uint8)
+        a["dt"] = sim.dt
+        a["n_ranks"] = self.comm.size
+        self.h5.create_group("frames")
+        self._tick(clock)
+
+    # ------------------------------------------------------------------ writing
+    def _check_open(self, what):
+        if self.h5 is None:
+            raise InputError("%s: the result file %s is closed" % (what, self.path))
+
+    def _tick(self, clock):
+        self.sim.timers["output"] += time.perf_counter() - clock
+
+    def _rows(self, group, name, rows, start, total, unit):
+        """Create dataset group/name with `total` rows (collective) and write this
+        rank's `rows` at row `start` (collective transfer; zero rows: empty selection)."""
+        rows = np.ascontiguousarray(rows)
+        dset = group.create_dataset(name, (total,) + rows.shape[1:], dtype=rows.dtype)
+        dset.attrs["unit"] = unit
+        if total:
+            self._write(dset, start, rows)
+        return dset
+
+    def _write(self, dset, start, rows):
+        """Write rows at [start, start + len(rows)) of dset's first axis."""
+        fspace = dset.id.get_space()
+        if rows.size:
+            fspace.select_hyperslab((start,) + (0,) * (rows.ndim - 1), rows.shape)
+            mspace = h5s.create_simple(rows.shape)
+        else:                              # take part in the collective, write nothing
+            fspace.select_none()
+            rows = np.zeros(1, rows.dtype)
+            mspace = h5s.create_simple((1,))
+            mspace.select_none()
+        dset.id.write(mspace, fspace, rows, dxpl=self._dxpl)
+
+    def _offsets(self, counts):
+        """(start, total) per entry of `counts` (local row counts): Exscan + Allreduce."""
+        local = np.asarray(counts, np.int64)
+        start, total = np.zeros_like(local), local.copy()
+        if self.comm.size > 1:
+            self.comm.Exscan(local, start, op=MPI.SUM)
+            if self.comm.rank == 0:
+                start[:] = 0               # Exscan leaves rank 0's buffer undefined
+            self.comm.Allreduce(MPI.IN_PLACE, total, op=MPI.SUM)
+        return start.tolist(), total.tolist()
+
+    def write_frame(self):
+        """Write one frame of the current state (collective). Returns its name."""
+        self._check_open("write_frame")
+        sim, clock = self.sim, time.perf_counter()
+        wall_force = sim.plane_forces()
+        self._flush_series()
+        p = sim.particles()
+        c = sim.contacts() if self.contact_fields else {"id1": np.empty(0)}
+        (p0, c0), (np_, nc) = self._offsets([len(p["id"]), len(c["id1"])])
+        name = "%06d" % len(self.frames)
+        g = self.h5.create_group("frames/" + name)
+        g.attrs["step"], g.attrs["time"] = sim.step_count, sim.time
+        g.attrs["n_particles"] = np_
+        desc = {"name": name, "time": sim.time, "step": sim.step_count, "n_particles": np_,
+                "particles": {}}
+        pg = g.create_group("particles")
+        for f in self.fields:
+            rows = p[f].astype(np.float32) if (f == "position" and self.float32) else p[f]
+            d = self._rows(pg, f, rows, p0, np_, PARTICLE_FIELDS[f])
+            desc["particles"][f] = (d.shape, d.dtype)
+        if self.contact_fields:
+            g.attrs["n_contacts"] = nc
+            desc["n_contacts"], desc["contacts"] = nc, {}
+            cg = g.create_group("contacts")
+            for f in self.contact_fields:
+                rows = c[f].astype(np.float32) if (f == "point" and self.float32) else c[f]
+                d = self._rows(cg, f, rows, c0, nc, CONTACT_FIELDS[f])
+                desc["contacts"][f] = (d.shape, d.dtype)
+        planes, root = sim.planes, self.comm.rank == 0
+        wg = g.create_group("walls")
+        for f, rows, unit in (("point", planes.point, "L"), ("normal", planes.normal, "1"),
+                              ("velocity", planes.vel, "L/T"), ("force", wall_force, "M L/T^2")):
+            # identical on every rank: rank 0 writes, the others select nothing
+            self._rows(wg, f, rows if root else rows[:0], 0, len(planes), unit)
+        self.h5.attrs["n_frames"] = len(self.frames) + 1
+        self.h5.attrs["material_names"] = [m.name for m in sim.materials.materials] or [""]
+        self.h5.flush()
+        self.frames.append(desc)
+        if root:
+            self.xdmf.add(desc)
+            self.xdmf.write()
+        self._tick(clock)
+        return name
+
+    def write_series(self):
+        """Append one row of global quantities to the time series (collective). Rows
+        reach the file by series_buffer, at each frame and at close."""
+        self._check_open("write_series")
+        sim, clock = self.sim, time.perf_counter()
+        e = sim.energy()
+        values = {"step": sim.step_count, "time": sim.time, "kinetic_energy": e["kinetic"],
+                  "rotational_energy": e["rotational"], "gravity_energy": e["gravity"],
+                  "n_particles": sim.n_particles, "n_contacts": sim.n_contacts}
+        wall_force = sim.plane_forces()
+        if self._planes is None:
+            self._planes = len(wall_force)
+        elif self._planes != len(wall_force):
+            raise InputError("write_series: the number of planes changed from %d to %d; the "
+                             "series of a file keeps one set of walls"
+                             % (self._planes, len(wall_force)))
+        self._pending.append((values, wall_force))
+        if len(self._pending) >= self.series_buffer:
+            self._flush_series()
+        self._tick(clock)
+
+    def _flush_series(self):
+        """Write the pending rows (collective: every rank has the same pending rows;
+        rank 0 writes them, the others select nothing)."""
+        if not self._pending:
+            return
+        if "series" not in self.h5:
+            s = self.h5.create_group("series")
+            for name, (dtype, unit) in SERIES.items():
+                s.create_dataset(name, (0,), dtype=dtype, maxshape=(None,), chunks=(1024,))
+                s[name].attrs["unit"] = unit
+            width = max(1, self._planes)        # chunks must not be empty: no planes is legal
+            s.create_dataset("wall_force", (0, self._planes, 3), dtype=np.float64,
+                             maxshape=(None, None, 3), chunks=(max(1, 1024 // width), width, 3))
+            s["wall_force"].attrs["unit"] = "M L/T^2"
+        s, row, root = self.h5["series"], self.n_series, self.comm.rank == 0
+        rows = self._pending if root else []
+        total = row + len(self._pending)
+        for name, (dtype, _) in SERIES.items():
+            s[name].resize((total,))                      # collective
+            self._write(s[name], row, np.array([v[name] for v, _ in rows], dtype))
+        s["wall_force"].resize((total, self._planes, 3))
+        forces = np.stack([w for _, w in rows]) if rows else np.zeros((0, self._planes, 3))
+        self._write(s["wall_force"], row, forces)
+        self.n_series = total
+        self.h5.attrs["n_series"] = total
+        self._pending = []
+
+    def run(self, steps=None, until=None):
+        """sim.run(steps=..., until=...) that writes a frame every `every` steps and a
+        series row every `series_every` steps (of sim.step_count)."""
+        sim = self.sim
+        if (steps is None) == (until is None):
+            raise InputError("run: give exactly one of steps or until, got steps=%r until=%r"
+                             % (steps, until))
+        if steps is None:
+            if not np.isfinite(until):
+                raise InputError("run: until must be finite, got %r" % (until,))
+            steps = max(0, int(np.floor((until - sim.time) / sim.dt + 0.5)))
+        elif int(steps) != steps or steps < 0:
+            raise InputError("run: steps must be a non-negative integer, got %r" % (steps,))
+        end = sim.step_count + int(steps)
+        periods = [e for e in (self.every, self.series_every) if e]
+        while sim.step_count < end:
+            now = sim.step_count
+            sim.run(steps=min([end] + [now + e - now % e for e in periods]) - now)
+            if self.every and sim.step_count % self.every == 0:
+                self.write_frame()
+            if self.series_every and sim.step_count % self.series_every == 0:
+                self.write_series()
+
+    # ------------------------------------------------------------------ closing
+    def close(self):
+        """Close the file (collective); the XDMF index is already up to date."""
+        if self.h5 is not None:
+            clock = time.perf_counter()
+            self._flush_series()
+            self.h5.close()
+            self.h5 = None
+            self._tick(clock)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False

@@ -1,0 +1,103 @@
+"""XDMF index of a pdem result file, so that ParaView (XDMF reader) opens the
+particles directly as a time series.
+
+The .xdmf is light data only: one temporal collection of grids, one grid per
+frame, Polyvertex topology (one vertex cell per particle, implicit connectivity),
+Geometry XYZ read from the frame's position dataset, and every other dataset of
+the frame as a node attribute (Scalar, Vector, or Matrix for 4-component
+orientations). Data items point into the .h5 file by a path relative to the
+.xdmf, so the two files can be moved together. When contacts are written, a
+second temporal collection holds them as points at the contact points.
+
+The whole file is rewritten (atomically: temporary file then rename) after every
+frame, so it is valid even if the run stops; each frame's grids are rendered once.
+"""
+import os
+import xml.etree.ElementTree as ET
+
+import numpy as np
+
+# numpy dtype kind + itemsize -> (NumberType, Precision)
+_NUMBER = {("f", 8): ("Float", "8"), ("f", 4): ("Float", "4"), ("i", 8): ("Int", "8"),
+           ("i", 4): ("Int", "4"), ("u", 1): ("UChar", "1"), ("u", 4): ("UInt", "4")}
+
+
+def _data_item(parent, h5name, path, shape, dtype):
+    dt = np.dtype(dtype)
+    number, precision = _NUMBER[(dt.kind, dt.itemsize)]
+    item = ET.SubElement(parent, "DataItem", Dimensions=" ".join(str(s) for s in shape),
+                         NumberType=number, Precision=precision, Format="HDF")
+    item.text = "%s:%s" % (h5name, path)
+    return item
+
+
+def _grid(collection, name, time, h5name, group, n, datasets, geometry):
+    """One Uniform grid of n points; datasets: {name: (shape, dtype)} under group."""
+    grid = ET.SubElement(collection, "Grid", Name=name, GridType="Uniform")
+    ET.SubElement(grid, "Time", Value=repr(float(time)))
+    ET.SubElement(grid, "Topology", TopologyType="Polyvertex", NumberOfElements=str(n),
+                  NodesPerElement="1")
+    geo = ET.SubElement(grid, "Geometry", GeometryType="XYZ")
+    shape, dtype = datasets[geometry]
+    _data_item(geo, h5name, "%s/%s" % (group, geometry), shape, dtype)
+    for field, (shape, dtype) in datasets.items():
+        if field == geometry:
+            continue
+        ncomp = shape[1] if len(shape) > 1 else 1
+        kind = {1: "Scalar", 3: "Vector"}.get(ncomp, "Matrix")
+        att = ET.SubElement(grid, "Attribute", Name=field, AttributeType=kind, Center="Node")
+        _data_item(att, h5name, "%s/%s" % (group, field), shape, dtype)
+
+
+class XdmfIndex:
+    """The XDMF file of one result file; each frame's grids are rendered once, so
+    rewriting the whole file after every frame stays cheap."""
+
+    def __init__(self, xdmf_path, h5_path):
+        self.path = xdmf_path
+        self.h5name = os.path.relpath(os.path.abspath(h5_path),
+                                      os.path.dirname(os.path.abspath(xdmf_path)))
+        self.particles, self.contacts = [], []
+
+    def _render(self, name, time, group, n, datasets, geometry):
+        holder = ET.Element("Grid")
+        _grid(holder, name, time, self.h5name, group, n, datasets, geometry)
+        ET.indent(holder, space=" ", level=2)
+        return "   " + ET.tostring(holder[0], encoding="unicode").rstrip() + "\n"
+
+    def add(self, frame):
+        """Add a frame: dict with keys name, time, n_particles, particles ({field:
+        (shape, dtype)}) and optionally n_contacts and contacts (same form; shown when
+        it has a 'point' dataset)."""
+        fr = frame["name"]
+        self.particles.append(self._render("particles_" + fr, frame["time"],
+                                           "/frames/%s/particles" % fr, frame["n_particles"],
+                                           frame["particles"], "position"))
+        if "point" in frame.get("contacts", {}):
+            self.contacts.append(self._render("contacts_" + fr, frame["time"],
+                                              "/frames/%s/contacts" % fr, frame["n_contacts"],
+                                              frame["contacts"], "point"))
+
+    def write(self):
+        """Write the file atomically (temporary file, then rename)."""
+        parts = ['<?xml version="1.0" ?>\n<!DOCTYPE Xdmf SYSTEM "Xdmf.dtd" []>\n'
+                 '<Xdmf Version="3.0">\n <Domain>\n']
+        for name, grids in (("particles", self.particles), ("contacts", self.contacts)):
+            if grids or name == "particles":
+                parts.append('  <Grid Name="%s" GridType="Collection" CollectionType="Temporal">\n'
+                             % name)
+                parts.extend(grids)
+                parts.append("  </Grid>\n")
+        parts.append(" </Domain>\n</Xdmf>\n")
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as out:
+            out.write("".join(parts))
+        os.replace(tmp, self.path)
+
+
+def write_xdmf(xdmf_path, h5_path, frames):
+    """Write the XDMF index of `frames` (dicts as in XdmfIndex.add) in one go."""
+    index = XdmfIndex(xdmf_path, h5_path)
+    for frame in frames:
+        index.add(frame)
+    index.write()

@@ -1,0 +1,228 @@
+"""Parallel HDF5 output (pdem.io): what every rank writes reads back exactly, on any
+rank count, ranks without particles included; the XDMF index points at datasets
+that exist with the stated shapes; the time series holds the collective values.
+Every test is collective-safe: all ranks make the same pdem calls."""
+import os
+import shutil
+import tempfile
+import xml.etree.ElementTree as ET
+
+import h5py
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import pdem
+from pdem.io import CONTACT_FIELDS, DEFAULT_CONTACT_FIELDS, PARTICLE_FIELDS, ResultFile
+from scenes import corner_pile, sheared_box
+
+NUMBER = {("Float", "8"): np.float64, ("Float", "4"): np.float32, ("Int", "8"): np.int64,
+          ("Int", "4"): np.int32, ("UChar", "1"): np.uint8}
+
+
+@pytest.fixture
+def shared_dir():
+    """A temporary directory created by rank 0, its path broadcast to every rank."""
+    comm = MPI.COMM_WORLD
+    path = comm.bcast(tempfile.mkdtemp(prefix="pdem_output_") if comm.rank == 0 else None)
+    yield path
+    comm.Barrier()
+    if comm.rank == 0:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def root_value(value):
+    """Rank 0's value (what rank 0 wrote), on every rank."""
+    return MPI.COMM_WORLD.bcast(value, root=0)
+
+
+def contact_order(c):
+    """The order of Simulation.contacts: pairs by (id1, id2), then plane contacts."""
+    return np.lexsort((c["id2"], c["id1"], c["id1"] < 0))
+
+
+def assert_bitwise(got, expected, name):
+    assert got.dtype == expected.dtype, (name, got.dtype, expected.dtype)
+    assert got.shape == expected.shape, (name, got.shape, expected.shape)
+    assert got.tobytes() == expected.tobytes(), "%s differs" % name
+
+
+def frame_snapshot(sim, contacts=False):
+    """What a frame written now must hold (collective)."""
+    return {"step": sim.step_count, "time": sim.time, "particles": sim.particles(gather=True),
+            "contacts": sim.contacts(gather=True) if contacts else None,
+            "wall_force": root_value(sim.plane_forces())}
+
+
+def check_frames(path, snapshots, fields, contact_fields=(), float32=False):
+    with h5py.File(path, "r") as f:
+        assert f.attrs["n_frames"] == len(snapshots)
+        assert list(f["frames"]) == ["%06d" % i for i in range(len(snapshots))]
+        for i, snap in enumerate(snapshots):
+            g = f["frames/%06d" % i]
+            p = snap["particles"]
+            assert g.attrs["step"] == snap["step"] and g.attrs["time"] == snap["time"]
+            assert g.attrs["n_particles"] == len(p["id"])
+            assert sorted(g["particles"]) == sorted(set(fields) | {"id"})
+            order = np.argsort(g["particles/id"][()])
+            for k in g["particles"]:
+                exp = p[k].astype(np.float32) if (k == "position" and float32) else p[k]
+                assert_bitwise(g["particles"][k][()][order], exp, k)
+            if contact_fields:
+                c = snap["contacts"]
+                assert g.attrs["n_contacts"] == len(c["id1"])
+                got = {k: g["contacts"][k][()] for k in g["contacts"]}
+                assert sorted(got) == sorted(contact_fields)
+                order = contact_order(got)
+                for k in contact_fields:
+                    exp = c[k].astype(np.float32) if (k == "point" and float32) else c[k]
+                    assert_bitwise(got[k][order], exp, "contact " + k)
+            assert_bitwise(g["walls/force"][()], snap["wall_force"], "wall force")
+
+
+@pytest.mark.mpi(min_size=1)
+@pytest.mark.parametrize("collective", [True, False])
+def test_frames_read_back_with_ranks_owning_nothing(shared_dir, collective):
+    comm = MPI.COMM_WORLD
+    sim = corner_pile(comm, balance=None)
+    sim.run(steps=5)
+    if comm.size > 1:                    # the point of this scene: empty subdomains
+        assert min(comm.allgather(sim.n_local)) == 0
+    path = os.path.join(shared_dir, "pile.h5")
+    snapshots = []
+    with ResultFile(path, sim, fields=list(PARTICLE_FIELDS), contacts=True,
+                    collective=collective) as rf:
+        for _ in range(3):
+            rf.write_frame()
+            snapshots.append(frame_snapshot(sim, contacts=True))
+            sim.run(steps=60)            # the pile lands: pair and wall contacts
+    assert snapshots[-1]["contacts"]["id1"].min() < 0 <= snapshots[-1]["contacts"]["id1"].max()
+    check_frames(path, snapshots, PARTICLE_FIELDS, DEFAULT_CONTACT_FIELDS)
+    with h5py.File(path, "r") as f:
+        planes = f["frames/000002/walls"]
+        assert_bitwise(planes["normal"][()], sim.planes.normal, "wall normal")
+        assert_bitwise(planes["point"][()], sim.planes.point, "wall point")
+
+
+@pytest.mark.mpi(min_size=1)
+def test_all_contact_fields_and_float32_positions(shared_dir):
+    comm = MPI.COMM_WORLD
+    sim = sheared_box(comm, n_side=8, layers=6)
+    sim.run(steps=10)
+    assert min(comm.allgather(sim.n_local)) > 0      # rows from every rank
+    path = os.path.join(shared_dir, "shear.h5")
+    snapshots = []
+    with ResultFile(path, sim, fields=["position", "velocity"], contacts=list(CONTACT_FIELDS),
+                    float32_positions=True) as rf:
+        for _ in range(2):
+            rf.write_frame()
+            snapshots.append(frame_snapshot(sim, contacts=True))
+            sim.run(steps=15)
+    assert all(len(s["contacts"]["id1"]) > 0 for s in snapshots)
+    check_frames(path, snapshots, ["id", "position", "velocity"], CONTACT_FIELDS, float32=True)
+
+
+@pytest.mark.mpi(min_size=1)
+def test_xdmf_references_existing_datasets(shared_dir):
+    comm = MPI.COMM_WORLD
+    sim = corner_pile(comm, balance=None)
+    path = os.path.join(shared_dir, "view.h5")
+    with ResultFile(path, sim, contacts=True, every=25) as rf:
+        rf.run(steps=100)
+        with_frames = comm.allgather(os.path.exists(os.path.join(shared_dir, "view.xdmf")))
+    assert all(with_frames)              # valid before close, after every frame
+    tree = ET.parse(os.path.join(shared_dir, "view.xdmf")).getroot()
+    assert tree.tag == "Xdmf"
+    collections = {g.get("Name"): g for g in tree.find("Domain")}
+    assert set(collections) == {"particles", "contacts"}
+    with h5py.File(path, "r") as f:
+        for name, collection in collections.items():
+            assert collection.get("CollectionType") == "Temporal"
+            grids = collection.findall("Grid")
+            assert len(grids) == 4 == f.attrs["n_frames"]
+            for i, grid in enumerate(grids):
+                frame = f["frames/%06d" % i]
+                assert float(grid.find("Time").get("Value")) == frame.attrs["time"]
+                n = frame.attrs["n_particles" if name == "particles" else "n_contacts"]
+                topo = grid.find("Topology")
+                assert topo.get("TopologyType") == "Polyvertex"
+                assert int(topo.get("NumberOfElements")) == n
+                assert grid.find("Geometry").get("GeometryType") == "XYZ"
+                items = grid.findall(".//DataItem")
+                assert len(items) == len(frame[name])      # every dataset, once
+                for item in items:
+                    h5name, dset = item.text.strip().split(":")
+                    assert h5name == "view.h5"             # relative to the .xdmf
+                    shape = tuple(int(d) for d in item.get("Dimensions").split())
+                    assert dset in f and f[dset].shape == shape and shape[0] == n, dset
+                    key = (item.get("NumberType"), item.get("Precision"))
+                    assert f[dset].dtype == NUMBER[key], dset
+    assert sim.step_count == 100
+
+
+@pytest.mark.mpi(min_size=1)
+@pytest.mark.parametrize("buffer", [1, 2, 64])
+def test_time_series_holds_the_collective_values(shared_dir, buffer):
+    comm = MPI.COMM_WORLD
+    sim = corner_pile(comm, balance=None)
+    path = os.path.join(shared_dir, "series.h5")
+    rows = []
+    before = sim.timers["output"]
+    with ResultFile(path, sim, every=40, series_every=20, series_buffer=buffer) as rf:
+        for _ in range(3):
+            rf.write_series()
+            e = sim.energy()
+            rows.append(root_value({"step": sim.step_count, "time": sim.time,
+                                    "kinetic_energy": e["kinetic"],
+                                    "rotational_energy": e["rotational"],
+                                    "gravity_energy": e["gravity"],
+                                    "n_particles": sim.n_particles,
+                                    "n_contacts": sim.n_contacts,
+                                    "wall_force": sim.plane_forces()}))
+            sim.run(steps=30)
+        rf.run(steps=80)                 # rows at steps 100, 120, 140, 160; frames at 120, 160
+    assert sim.timers["output"] > before
+    with h5py.File(path, "r") as f:
+        s = f["series"]
+        assert f.attrs["n_series"] == 7
+        assert all(s[k].shape[0] == 7 for k in s)
+        assert s["wall_force"].shape == (7, 3, 3)
+        for i, row in enumerate(rows):
+            for k, v in row.items():
+                assert_bitwise(s[k][i], np.asarray(v, s[k].dtype), k)
+        assert s["step"][3:].tolist() == [100, 120, 140, 160]
+        assert [f["frames"][g].attrs["step"] for g in f["frames"]] == [120, 160]
+        assert np.all(s["n_particles"][()] == 41)
+        assert s["n_contacts"][-1] > 0
+
+
+@pytest.mark.mpi(min_size=1)
+def test_no_particles_at_all(shared_dir):
+    comm = MPI.COMM_WORLD
+    sim = pdem.Simulation(pdem.Domain((0, 0, 0), (4.0, 4.0, 4.0)), dt=1e-3, comm=comm)
+    sim.material("m", density=1.0, kn=100.0)
+    path = os.path.join(shared_dir, "empty.h5")
+    with ResultFile(path, sim, contacts=True) as rf:
+        rf.write_frame()
+        rf.write_series()
+    with h5py.File(path, "r") as f:
+        assert f["frames/000000/particles/position"].shape == (0, 3)
+        assert f["frames/000000/contacts/id1"].shape == (0,)
+        assert f["series/wall_force"].shape == (1, 0, 3)
+    ET.parse(os.path.join(shared_dir, "empty.xdmf"))
+
+
+@pytest.mark.mpi(min_size=1)
+@pytest.mark.parametrize("options, message", [
+    ({"fields": ["position", "velocty"]}, r"fields: unknown field 'velocty' \(allowed: id, position"),
+    ({"contacts": ["id1", "forse"]}, r"contacts: unknown field 'forse' \(allowed: id1, id2"),
+    ({"every": 0}, r"every must be a positive integer"),
+])
+def test_bad_options_raise_on_every_rank_before_writing(shared_dir, options, message):
+    comm = MPI.COMM_WORLD
+    sim = corner_pile(comm, balance=None)
+    path = os.path.join(shared_dir, "bad.h5")
+    with pytest.raises(pdem.InputError, match=message):
+        ResultFile(path, sim, **options)
+    comm.Barrier()
+    assert not os.path.exists(path)
