@@ -7,6 +7,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/setup.sh"
+source "$ROOT/scripts/slurm.sh"    # a single-node Slurm for tests/slurm (jobs/*.slurm)
 cd "$ROOT"
 python -m pytest -q -p no:cacheprovider tests "$@"
 # more ranks than cores: let idle ranks and OpenMP threads yield the CPU
