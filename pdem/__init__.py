@@ -2,9 +2,16 @@
 from .domain import Domain
 from .errors import InputError, SimulationError
 from .materials import Material
-from .simulation import Simulation
+from .simulation import CheckpointExit, Simulation
 from .threads import openmp_available, thread_count
 
 __version__ = "0.1.0"
 __all__ = ["Domain", "Simulation", "Material", "InputError", "SimulationError",
-           "openmp_available", "thread_count"]
+           "CheckpointExit", "restart", "openmp_available", "thread_count"]
+
+
+def restart(path, comm=None, threads=None, dims=None):
+    """Continue a run from the checkpoint `path` (Simulation.checkpoint) on the ranks
+    of `comm` (default MPI.COMM_WORLD, any number), bit for bit (collective)."""
+    from .io.checkpoint import read
+    return read(path, comm=comm, threads=threads, dims=dims)

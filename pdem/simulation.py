@@ -12,6 +12,8 @@ add_spheres with the full arrays) are made on all ranks; each rank keeps what it
 owns. Errors found on one rank are raised on all ranks (no hang).
 """
 import math
+import signal
+import sys
 import time
 import warnings
 
@@ -50,6 +52,17 @@ def _vectors(name, value, n, ncomp, dim):
     if len(bad):
         raise InputError("%s[%d] is not finite: %r" % (name, bad[0], a[bad[0]].tolist()))
     return np.ascontiguousarray(a)
+
+
+class CheckpointExit(SystemExit):
+    """Raised on every rank after a signal-triggered checkpoint (exit code 0)."""
+
+    def __init__(self, message):
+        super().__init__(0)
+        self.message = message
+
+    def __str__(self):
+        return self.message
 
 
 class Simulation:
@@ -113,6 +126,9 @@ class Simulation:
         self.pairs = ContactBatch()
         self.walls = ContactBatch()
         self._owner1 = self._owner2 = np.empty(0, np.int32)
+        self._restoring = False      # restarted: first Verlet list still to build
+        self._signal = 0             # signal number received (checkpoint_on_signal)
+        self._signal_path = None
         self.time = 0.0
         self.step_count = 0
         self.timers = dict.fromkeys(PHASES, 0.0)
@@ -201,11 +217,8 @@ class Simulation:
         """Local indices of the particles of `ids` this rank owns; an id owned by no
         rank is an InputError on every rank (collective)."""
         ids = np.atleast_1d(np.asarray(ids, dtype=np.int64))
-        own = self.store.id[:self.store.n_own]
-        order = np.argsort(own)
-        where = np.minimum(np.searchsorted(own, ids, sorter=order), max(len(own) - 1, 0))
-        idx = order[where] if len(own) else where
-        found = (own[idx] == ids) if len(own) else np.zeros(len(ids), bool)
+        idx = self._owned_index(ids, self.store.id[:self.store.n_own])
+        found = idx >= 0
         count = found.astype(np.int32)
         if self.size > 1:
             self.comm.Allreduce(MPI.IN_PLACE, count, op=MPI.SUM)
@@ -281,8 +294,9 @@ class Simulation:
         self.timers["integrate"] += t1 - clock
         if not self._dirty and self.size > 1:   # every rank rebuilds on the same steps
             moved2 = self._max(moved2)
-        if self._dirty or not (moved2 <= (0.5 * self.skin) ** 2):
-            self._rebuild()
+        if self._dirty or self._restoring or not (moved2 <= (0.5 * self.skin) ** 2):
+            # after a restart, the first list keeps the original rebuild schedule
+            self._rebuild(restore=self._restoring and moved2 <= (0.5 * self.skin) ** 2)
             t2 = time.perf_counter()
             self.timers["neighbor"] += t2 - t1
         else:
@@ -301,10 +315,16 @@ class Simulation:
                        "velocity %r (force %r)" % (
                            self.step_count, self.time, st.id[bad], st.vel[bad].tolist(),
                            st.angvel[bad].tolist(), st.force[bad].tolist()))
-        self._raise_if_any(problem, SimulationError)
+        # one Allreduce tells every rank alike whether any rank found a problem or
+        # received a signal
+        failed, signum = self._max(np.array([problem is not None, self._signal], float))
+        if failed:
+            self._raise_if_any(problem, SimulationError)
         if self.check_ids:
             self._verify_ids()
         self.timers["comm"] += time.perf_counter() - t4
+        if signum:
+            self._checkpoint_and_exit(int(signum))
 
     def _raise_if_any(self, message, error):
         """Raise error(message) on every rank when any rank has a message (the lowest
@@ -317,11 +337,12 @@ class Simulation:
             raise error(message)
 
     def _max(self, value):
-        """Maximum of a float over ranks (buffer Allreduce: no pickling in the step).
-        NaN counts as +inf, so that every rank gets the same answer in any order."""
-        buf = np.array([value if value == value else math.inf])
-        self.comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.MAX)
-        return float(buf[0])
+        """Maximum over ranks of a float or of a float array (buffer Allreduce: no
+        pickling in the step). NaN counts as +inf, so every rank gets the same answer."""
+        buf = np.nan_to_num(np.array(value, float, ndmin=1), nan=math.inf, posinf=math.inf)
+        if self.size > 1:
+            self.comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.MAX)
+        return buf if np.ndim(value) else float(buf[0])
 
     def _verify_ids(self):
         """Debug check: the owned ids of all ranks are exactly the live ids."""
@@ -390,19 +411,27 @@ class Simulation:
         return None
 
     # ---------------------------------------------------------------- neighbors
-    def _rebuild(self):
+    def _rebuild(self, restore=False):
         """Wrap, handle lost particles, balance, migrate, build ghosts and Verlet lists,
-        carry contact state over (collective)."""
+        carry contact state over (collective). restore: the first build after a restart
+        between two scheduled rebuilds (pdem/io/checkpoint.py): positions stay as they
+        are, the lists get twice the skin, and the build positions of the original run
+        are kept, so that the next rebuild comes at the same step as without restart."""
         st, dom, dec = self.store, self.domain, self.dec
         own = st.owned()
-        wrap(own["pos"], dom.lo, dom.hi, dom.periodic)
-        own, new_index = self._handle_lost(own)
+        new_index = None
+        if restore:
+            own["build_pos"] = self._build_pos
+        else:
+            wrap(own["pos"], dom.lo, dom.hi, dom.periodic)
+            own, new_index = self._handle_lost(own)
         rmax = float(own["radius"].max()) if len(own["radius"]) else 0.0
         if self.size > 1:
             rmax = self._max(rmax)
         if self.skin is None:
             self.skin = 0.2 * rmax if rmax > 0 else 1.0
-        cutoff = 2.0 * rmax + self.skin
+        list_skin = 2.0 * self.skin if restore else self.skin
+        cutoff = 2.0 * rmax + list_skin
         self._box_len = np.ascontiguousarray(dom.length)
         for axis in range(3):
             if dom.periodic[axis] and dom.length[axis] < 2.0 * cutoff:
@@ -422,22 +451,19 @@ class Simulation:
             own, old_pairs, old_walls = migrate(self.comm, own, dest, self.pairs, self.walls,
                                                 owners)
         own = self._spatial_order(own)
+        build_pos = own.pop("build_pos", None)
         own["image"][:] = 0
         local = self.ghosts.build(own, cutoff)
         n_own = len(own["id"])
         st.set_local(own, {k: v[n_own:] for k, v in local.items()})
         # owned index of every local particle (ghosts that are periodic images of an
         # owned particle of this rank get its index, others -1)
-        by_id = np.argsort(st.id[:n_own])
-        where = np.minimum(np.searchsorted(st.id[:n_own], st.id[n_own:], sorter=by_id),
-                           max(n_own - 1, 0))
-        ghost_owner = by_id[where] if n_own else np.zeros(st.n - n_own, np.int64)
-        mine = (st.id[:n_own][ghost_owner] == st.id[n_own:]) if n_own else ghost_owner < 0
-        owner = np.concatenate([np.arange(n_own), np.where(mine, ghost_owner, -1)]).astype(np.int32)
+        owner = np.concatenate([np.arange(n_own, dtype=np.int32),
+                                self._owned_index(st.id[n_own:], st.id[:n_own])])
         # candidate pairs, sorted by (id1, id2); periodic images make duplicates to drop
         order = np.argsort(st.id, kind="stable")
         i1, i2 = cells.build_pairs(st.pos, st.image, self._box_len, st.radius, st.id, n_own,
-                                   self.skin, order, self.threads)
+                                   list_skin, order, self.threads)
         key = st.id[i1] * (self._next_id + 1) + st.id[i2]
         if st.n > n_own:
             srt = np.argsort(key, kind="stable")
@@ -453,15 +479,67 @@ class Simulation:
         self._pair_start = self._pair_entry = None       # gather lists: built when threads > 1
         # plane contacts of owned particles, sorted by (particle, plane)
         wp, ww = cells.build_plane_pairs(st.pos, st.radius, n_own, self.planes.point,
-                                         self.planes.normal, self.skin)
+                                         self.planes.normal, list_skin)
         walls = ContactBatch(wp, ww, (st.id[wp] << PLANE_BITS) | ww)
         walls.carry_from(old_walls)
         self.walls = walls
         self._wall_start = np.zeros(n_own + 1, np.int64)
         np.cumsum(np.bincount(walls.i1, minlength=n_own), out=self._wall_start[1:])
-        self._build_pos = st.pos[:n_own].copy()
-        self._dirty = False
-        self.n_rebuilds += 1
+        self._build_pos = build_pos if restore else st.pos[:n_own].copy()
+        self._dirty = self._restoring = False
+        self.n_rebuilds += 0 if restore else 1
+
+    # ---------------------------------------------------------------- checkpoints
+    def checkpoint(self, path):
+        """Write a checkpoint to `path` (collective; see pdem/io/checkpoint.py): the
+        run continues bit for bit from it with pdem.restart(path), on any rank count."""
+        from .io import checkpoint
+        clock = time.perf_counter()
+        checkpoint.write(self, path)
+        self.timers["output"] += time.perf_counter() - clock
+
+    def checkpoint_on_signal(self, path, signals=(signal.SIGTERM, signal.SIGUSR1)):
+        """On any of `signals` (what Slurm sends before the time limit with --signal),
+        finish the current step on all ranks, write a checkpoint to `path` and raise
+        pdem.CheckpointExit (a SystemExit with code 0)."""
+        self._signal_path = path
+        for sig in signals:
+            signal.signal(sig, self._on_signal)
+
+    def _on_signal(self, signum, frame):
+        self._signal = signum
+
+    def _checkpoint_and_exit(self, signum):
+        self.checkpoint(self._signal_path)
+        name = signal.Signals(signum).name
+        message = ("pdem: %s received: checkpoint of step %d (t = %.9g) written to %s; "
+                   "continue with pdem.restart(%r)" % (name, self.step_count, self.time,
+                                                       self._signal_path, self._signal_path))
+        if self.rank == 0:
+            print(message, file=sys.stderr, flush=True)
+        raise CheckpointExit(message)
+
+    def _restore(self, build_pos, dirty):
+        """State after pdem.io.checkpoint.read filled particles and contact rows: attach
+        each row to its owned particles, so that rows migrate with them at the first
+        build (particles may cross a cut in the step that follows the restart)."""
+        ids = self.store.id[:self.store.n_own]
+        width = self._next_id + 1
+        self._owner1, self._owner2 = (self._owned_index(self.pairs.key // width, ids),
+                                      self._owned_index(self.pairs.key % width, ids))
+        self.walls.i1[:] = self._owned_index(self.walls.key >> PLANE_BITS, ids)
+        self._dirty = dirty
+        self._restoring = not dirty
+        self._build_pos = build_pos
+
+    @staticmethod
+    def _owned_index(wanted, ids):
+        """Index in `ids` of each of `wanted`, -1 where absent."""
+        if len(ids) == 0:
+            return np.full(len(wanted), -1, np.int32)
+        order = np.argsort(ids)
+        at = order[np.minimum(np.searchsorted(ids, wanted, sorter=order), len(ids) - 1)]
+        return np.where(ids[at] == wanted, at, -1).astype(np.int32)
 
     def _imbalance(self, n_own):
         """max / mean of the owned particle counts over ranks (collective)."""

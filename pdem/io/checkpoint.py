@@ -1,0 +1,201 @@
+"""Checkpoints: everything needed to continue a run bit for bit, on any rank count.
+
+One HDF5 file written collectively (h5py `mpio` driver) to `<path>.tmp` and renamed
+to `<path>` by rank 0 only once every rank has closed it, so a crash or a full disk
+never destroys the previous good checkpoint.
+
+Layout (version 1): root attributes hold the scalars (step, time, dt, skin, flags,
+next id, options) and JSON of the domain, materials and pair overrides;
+`planes/{point,normal,vel,material}`; `particles/<field>` for every field of
+pdem.particles.FIELDS plus `build_pos`, the position at the last neighbor build
+(rows in no particular order; ids stored); `pairs/{key,active,state}` and
+`walls/{key,active,state}`, the active contact rows (L6Geom state and law history),
+each contact written once, by the rank owning its first particle.
+
+Bitwise continuation: positions are stored unwrapped and `build_pos` keeps the
+neighbor-rebuild schedule of the original run. The restarted run builds its first
+Verlet list without wrapping, with twice the skin so that it stays valid until the
+next scheduled rebuild (particles may by then be skin/2 from build_pos, and were up
+to skin/2 from it at the restart). pdem uses no random numbers: there is no random
+state to store.
+"""
+import dataclasses
+import json
+import os
+
+import h5py
+import numpy as np
+from mpi4py import MPI
+
+from ..contact.store import NCOLS, ContactBatch
+from ..domain import Domain
+from ..errors import InputError
+from ..particles import FIELDS
+
+VERSION = 1
+CHUNK = 1 << 20                     # rows read at a time on restart
+OPTIONS = ("skin", "flags", "lost", "check_timestep", "max_overlap", "balance")
+
+
+def _write_rows(group, name, local, comm):
+    """Collective: dataset `name` holding every rank's rows, in rank order."""
+    n = len(local)
+    offset = comm.exscan(n) or 0
+    total = comm.allreduce(n)
+    dset = group.create_dataset(name, shape=(total,) + local.shape[1:], dtype=local.dtype)
+    with dset.collective:
+        dset[offset:offset + n] = local
+    return dset
+
+
+def write(sim, path):
+    """Write a checkpoint of `sim` to `path` (collective)."""
+    comm = sim.comm
+    tmp = path + ".tmp"
+    folder = os.path.dirname(os.path.abspath(path))
+    if comm.rank == 0 and not os.access(folder, os.W_OK):
+        err = "checkpoint folder %r is not writable" % folder
+    else:
+        err = None
+    sim._raise_if_any(err, InputError)
+    st, n = sim.store, sim.store.n_own
+    with h5py.File(tmp, "w", driver="mpio", comm=comm) as f:
+        a = f.attrs
+        a["format"], a["version"] = "pdem checkpoint", VERSION
+        a["step"], a["time"], a["dt"] = sim.step_count, sim.time, sim.dt
+        a["next_id"], a["n_rebuilds"] = sim._next_id, sim.n_rebuilds
+        a["gravity"] = sim.gravity
+        a["dirty"] = sim._dirty
+        a["options"] = json.dumps({k: getattr(sim, k) for k in OPTIONS})
+        dom = sim.domain
+        a["domain"] = json.dumps({"lo": dom.lo.tolist(), "hi": dom.hi.tolist(),
+                                  "periodic": list(dom.periodic), "dim": dom.dim})
+        a["materials"] = json.dumps([{k: v for k, v in dataclasses.asdict(m).items()
+                                      if k != "index"} for m in sim.materials.materials])
+        a["pairs"] = json.dumps([[i, j, p] for (i, j), p in sim.materials.overrides.items()])
+        planes = f.create_group("planes")
+        for name in ("point", "normal", "vel", "material"):
+            planes.create_dataset(name, data=getattr(sim.planes, name))  # identical on all ranks
+        parts = f.create_group("particles")
+        for name in FIELDS:
+            _write_rows(parts, name, np.ascontiguousarray(st.f[name][:n]), comm)
+        build = st.pos[:n] if sim._dirty or sim._build_pos is None else sim._build_pos
+        _write_rows(parts, "build_pos", np.ascontiguousarray(build), comm)
+        # each pair once: on the rank owning its first (lower-id) particle
+        first = sim.pairs.key // (sim._next_id + 1)
+        mine = (sim.pairs.active != 0) & np.isin(first, st.id[:n])
+        for gname, batch, rows in (("pairs", sim.pairs, mine), ("walls", sim.walls,
+                                                                 sim.walls.active != 0)):
+            g = f.create_group(gname)
+            k = np.flatnonzero(rows)
+            _write_rows(g, "key", batch.key[k], comm)
+            _write_rows(g, "active", batch.active[k], comm)
+            _write_rows(g, "state", np.ascontiguousarray(batch.state[k]), comm)
+    comm.Barrier()                          # every rank has closed the file
+    if comm.rank == 0:
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        dfd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    comm.Barrier()
+
+
+def _open(path, comm):
+    """Open a checkpoint for reading; InputError naming the file if it is not one."""
+    problem = None
+    try:
+        f = h5py.File(path, "r", driver="mpio", comm=comm)
+    except (OSError, ValueError) as exc:
+        f, problem = None, "cannot read checkpoint %r: %s" % (path, exc)
+    if f is not None:
+        if f.attrs.get("format") != "pdem checkpoint" or f.attrs.get("version") != VERSION:
+            problem = "%r is not a pdem checkpoint (version %d)" % (path, VERSION)
+        else:
+            need = ["planes/" + k for k in ("point", "normal", "vel", "material")] + \
+                ["particles/" + k for k in list(FIELDS) + ["build_pos"]] + \
+                [g + "/" + k for g in ("pairs", "walls") for k in ("key", "active", "state")]
+            missing = [k for k in need if k not in f]
+            counts = {len(f["particles/" + k]) for k in list(FIELDS) + ["build_pos"]
+                      if k not in missing}
+            if missing or len(counts) > 1:
+                problem = "checkpoint %r is truncated or corrupted: %s" % (
+                    path, "missing " + ", ".join(missing) if missing else
+                    "particle datasets of different lengths %s" % sorted(counts))
+    if comm.allreduce(problem is not None, op=MPI.LOR):
+        if f is not None:
+            f.close()
+        problem = next(p for p in comm.allgather(problem) if p)
+        raise InputError(problem)
+    return f
+
+
+def _chunks(dset):
+    for start in range(0, len(dset), CHUNK):
+        yield start, dset[start:start + CHUNK]
+
+
+def read(path, comm=None, threads=None, dims=None):
+    """A Simulation continuing the checkpoint `path` on the ranks of `comm` (default
+    MPI.COMM_WORLD, any size), with `threads` OpenMP threads per rank (collective)."""
+    from ..simulation import APPROX, NO_RATCH, Simulation
+
+    comm = MPI.COMM_WORLD if comm is None else comm
+    with _open(path, comm) as f:
+        a = f.attrs
+        d = json.loads(a["domain"])
+        opts = json.loads(a["options"])
+        flags = int(opts.pop("flags"))
+        sim = Simulation(Domain(d["lo"], d["hi"], d["periodic"], 3) if d["dim"] == 3 else
+                         Domain(d["lo"][:2], d["hi"][:2], d["periodic"][:2], 2),
+                         float(a["dt"]), gravity=np.asarray(a["gravity"]), comm=comm,
+                         threads=threads, dims=dims,
+                         approx=[k for k, bit in APPROX.items() if flags & bit],
+                         no_ratch=bool(flags & NO_RATCH), **opts)
+        for m in json.loads(a["materials"]):
+            sim.material(m.pop("name"), m.pop("density"), **m)
+        for i, j, params in json.loads(a["pairs"]):
+            sim.pair(i, j, **params)
+        for name in ("point", "normal", "vel", "material"):
+            setattr(sim.planes, name, f["planes/" + name][...])
+        sim.step_count, sim.time = int(a["step"]), float(a["time"])
+        sim._next_id, sim.n_rebuilds = int(a["next_id"]), int(a["n_rebuilds"])
+        # particles: each rank keeps those in its subdomain
+        own = {k: [] for k in list(FIELDS) + ["build_pos"]}
+        pos = f["particles/pos"]
+        for start, p in _chunks(pos):
+            keep = np.flatnonzero(sim.dec.owner(p) == sim.rank)
+            for k in own:
+                own[k].append(f["particles/" + k][start:start + len(p)][keep] if k != "pos"
+                              else p[keep])
+        own = {k: np.concatenate(v) if v else np.empty((0,) + f["particles/" + k].shape[1:],
+                                                         f["particles/" + k].dtype)
+               for k, v in own.items()}
+        build_pos = own.pop("build_pos")
+        sim.store.append_owned(own)
+        # contact rows whose particles this rank owns
+        ids = np.sort(own["id"])
+        width = sim._next_id + 1
+        for gname in ("pairs", "walls"):
+            keys, active, state = [], [], []
+            for start, key in _chunks(f[gname + "/key"]):
+                if gname == "pairs":
+                    first, second = key // width, key % width
+                    keep = np.isin(first, ids) | np.isin(second, ids)
+                else:
+                    keep = np.isin(key >> 16, ids)
+                k = np.flatnonzero(keep)
+                keys.append(key[k])
+                active.append(f[gname + "/active"][start:start + len(key)][k])
+                state.append(f[gname + "/state"][start:start + len(key)][k])
+            batch = ContactBatch(key=np.concatenate(keys) if keys else np.empty(0, np.int64))
+            if len(batch):
+                batch.active[:] = np.concatenate(active)
+                batch.state[:] = np.concatenate(state).reshape(-1, NCOLS)
+            batch.i1[:] = -1
+            setattr(sim, gname, batch)
+        sim._restore(build_pos, dirty=bool(a["dirty"]))
+    return sim
