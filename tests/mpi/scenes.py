@@ -1,5 +1,4 @@
 """Scenes shared by the MPI tests: every rank builds the same scene (SPMD)."""
-import math
 
 import numpy as np
 

@@ -1,9 +1,7 @@
 """Checkpoints continue a run bit for bit on another rank count, and a signal on one
 rank checkpoints all ranks at the end of the step (pytest-mpi, N = 1..4)."""
 import os
-import shutil
 import signal
-import tempfile
 
 import pytest
 from mpi4py import MPI
@@ -12,16 +10,6 @@ import pdem
 from scenes import assert_same_state, sheared_box, state
 
 N = 600
-
-
-@pytest.fixture
-def shared_dir():
-    comm = MPI.COMM_WORLD
-    path = comm.bcast(tempfile.mkdtemp(prefix="pdem-ckpt-") if comm.rank == 0 else None)
-    yield path
-    comm.Barrier()
-    if comm.rank == 0:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.mark.mpi(min_size=1)

@@ -3,8 +3,6 @@ rank count, ranks without particles included; the XDMF index points at datasets
 that exist with the stated shapes; the time series holds the collective values.
 Every test is collective-safe: all ranks make the same pdem calls."""
 import os
-import shutil
-import tempfile
 import xml.etree.ElementTree as ET
 
 import h5py
@@ -18,17 +16,6 @@ from scenes import corner_pile, sheared_box
 
 NUMBER = {("Float", "8"): np.float64, ("Float", "4"): np.float32, ("Int", "8"): np.int64,
           ("Int", "4"): np.int32, ("UChar", "1"): np.uint8}
-
-
-@pytest.fixture
-def shared_dir():
-    """A temporary directory created by rank 0, its path broadcast to every rank."""
-    comm = MPI.COMM_WORLD
-    path = comm.bcast(tempfile.mkdtemp(prefix="pdem_output_") if comm.rank == 0 else None)
-    yield path
-    comm.Barrier()
-    if comm.rank == 0:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def root_value(value):
