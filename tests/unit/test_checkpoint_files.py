@@ -1,6 +1,5 @@
 """Checkpoint files: a bad or damaged file is refused with its name, and a failed
 write never destroys the previous checkpoint."""
-import os
 
 import h5py
 import numpy as np

@@ -1,7 +1,6 @@
 """Verlet candidate list: pdem._kernels.cells.build_pairs against brute force, the
 periodic list of a Simulation against minimum-image brute force, and the skin/2
 rebuild criterion."""
-import math
 
 import numpy as np
 import pytest
