@@ -1,0 +1,456 @@
+"""The pdem command line (docs/cli.md):
+
+    python -m pdem run CASE --steps N | --until T [--out DIR] [options]
+    python -m pdem info FILE
+    python -m pdem plot FILE [--out DIR]
+
+Under MPI: `mpirun -n 4 python -m mpi4py -m pdem run ...`. Every rank parses the same
+arguments and takes the same decisions; rank 0 alone prints (other ranks only
+warnings). Bad input ends every rank with one line `pdem: error: ...` and exit code
+2 before the run starts.
+"""
+import argparse
+import importlib.util
+import os
+import sys
+import time
+
+import numpy as np
+from mpi4py import MPI
+
+import pdem
+from pdem.simulation import PHASES
+
+STATUS = "status"                   # <out>/status: running | interrupted | finished | failed
+
+
+class Fail(Exception):
+    """A message for the user and an exit code (2: bad input)."""
+
+    def __init__(self, message, code=2):
+        super().__init__(message)
+        self.code = code
+
+
+def _rank():
+    return MPI.COMM_WORLD.rank
+
+
+class Parser(argparse.ArgumentParser):
+    def _print_message(self, message, file=None):       # usage, help, errors: rank 0 only
+        if _rank() == 0:
+            super()._print_message(message, file)
+
+
+def _positive(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError("expected a positive integer, got %r" % text)
+    return value
+
+
+def parser():
+    p = Parser(prog="python -m pdem", description="pdem: MPI-parallel DEM (docs/cli.md)")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+    r = sub.add_parser("run", help="run a case file (or continue a checkpoint)")
+    r.add_argument("case", nargs="?", metavar="CASE",
+                   help="Python file defining build(comm) -> pdem.Simulation (not needed with --restart)")
+    end = r.add_mutually_exclusive_group(required=True)
+    end.add_argument("--steps", type=_positive, help="run until step N (counted from the case's start)")
+    end.add_argument("--until", type=float, metavar="T", help="run until simulated time T")
+    r.add_argument("--out", default="results/run", metavar="DIR", help="output folder (default results/run)")
+    r.add_argument("--output-every", type=_positive, metavar="N", help="a frame every N steps (default: first and last)")
+    r.add_argument("--fields", metavar="F1,F2", help="particle fields of the frames (default: all but mass)")
+    r.add_argument("--contacts", action="store_true", help="write contacts in the frames")
+    r.add_argument("--float32", action="store_true", help="positions and contact points as float32")
+    r.add_argument("--checkpoint-every", type=_positive, metavar="N", help="a checkpoint every N steps (always one at the end)")
+    r.add_argument("--restart", metavar="CHECKPOINT", help="continue from this checkpoint")
+    r.add_argument("--threads", type=_positive, metavar="N", help="OpenMP threads per rank")
+    r.add_argument("--thermo-every", type=_positive, metavar="N",
+                   help="a log line and a series row every N steps (default: about 20 per run)")
+    i = sub.add_parser("info", help="summarize a result file or a checkpoint")
+    i.add_argument("file", metavar="FILE")
+    g = sub.add_parser("plot", help="PNG plots of a result file's time series")
+    g.add_argument("file", metavar="FILE")
+    g.add_argument("--out", metavar="DIR", help="folder of the PNGs (default: beside FILE)")
+    return p
+
+
+def _agree(comm, problem):
+    """The first rank's problem (None if none), on every rank (collective)."""
+    return next((p for p in comm.allgather(problem) if p), None) if comm.size > 1 else problem
+
+
+def _say(*args, **kw):
+    if _rank() == 0:
+        print(*args, **kw, flush=True)
+
+
+# ------------------------------------------------------------------ run
+def load_case(path):
+    """build(comm) of the case file `path` (run as module 'pdem_case', not '__main__')."""
+    if not os.path.isfile(path) or not os.access(path, os.R_OK):
+        raise Fail("case file %r does not exist or is not readable" % path)
+    spec = importlib.util.spec_from_file_location("pdem_case", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))   # sibling imports
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        raise Fail("case file %r: line %s: %s" % (path, exc.lineno, exc.msg))
+    build = getattr(module, "build", None)
+    if not callable(build):
+        raise Fail("case file %r defines no function build(comm) returning a pdem.Simulation" % path)
+    return build
+
+
+def _check_out(out, comm):
+    problem = None
+    if comm.rank == 0:
+        try:
+            os.makedirs(out, exist_ok=True)
+            probe = os.path.join(out, ".pdem-write-test")
+            with open(probe, "w"):
+                pass
+            os.remove(probe)
+        except OSError as exc:
+            problem = "output folder %r is not writable: %s" % (out, exc.strerror or exc)
+    problem = _agree(comm, problem)
+    if problem:
+        raise Fail(problem)
+
+
+def _status(out, text):
+    if _rank() == 0:
+        with open(os.path.join(out, STATUS), "w") as fh:
+            fh.write(text + "\n")
+
+
+class Log:
+    """Thermo lines (or a progress bar on a terminal) and the timing table, rank 0."""
+
+    def __init__(self, sim, start, target):
+        self.sim, self.start, self.target = sim, start, target
+        self.root = sim.rank == 0
+        self.tty = self.root and _progress_bar()
+        self.clock = time.perf_counter()
+        self.header = False
+
+    def thermo(self, n_particles, n_contacts, kinetic):
+        s = self.sim.step_count
+        wall = time.perf_counter() - self.clock
+        done, left = s - self.start, self.target - s
+        rate = n_particles * done / wall if wall > 0 else 0.0
+        eta = _hms(left * wall / done) if done else "?"
+        if not self.root:
+            return
+        if self.tty:
+            frac = done / max(1, self.target - self.start)
+            bar = "#" * int(30 * frac) + "-" * (30 - int(30 * frac))
+            sys.stdout.write("\r[%s] %3d%%  step %d/%d  t %.4g  contacts %d  Ek %.3e  %.3g p-steps/s  left %s "
+                             % (bar, 100 * frac, s, self.target, self.sim.time, n_contacts, kinetic,
+                                rate, eta))
+            sys.stdout.flush()
+            return
+        if not self.header:
+            print("%10s %13s %10s %9s %12s %11s %9s" % ("step", "time", "particles", "contacts",
+                                                      "kinetic", "p-steps/s", "left"))
+            self.header = True
+        print("%10d %13.6e %10d %9d %12.5e %11.4g %9s" % (s, self.sim.time, n_particles, n_contacts,
+                                                        kinetic, rate, eta), flush=True)
+
+    def timing(self):
+        stats = self.sim.timer_stats()                     # collective
+        wall = time.perf_counter() - self.clock
+        if not self.root:
+            return
+        if self.tty:
+            print()
+        print("timing over %d rank(s), %d step(s) in %.2f s wall:" % (
+            self.sim.size, self.sim.step_count - self.start, wall))
+        print("  %-10s %10s %10s %10s %7s" % ("phase", "min [s]", "avg [s]", "max [s]", "% wall"))
+        for phase in PHASES:
+            lo, avg, hi = stats[phase]
+            print("  %-10s %10.3f %10.3f %10.3f %7.1f" % (phase, lo, avg, hi,
+                                                         100 * avg / wall if wall > 0 else 0))
+        sys.stdout.flush()
+
+
+def _progress_bar():
+    """A progress bar instead of log lines: PDEM_PROGRESS=bar|lines, else when stdout
+    is a terminal and no MPI launcher started us (mpirun gives ranks a pseudo-terminal
+    even when its own output goes to a file)."""
+    choice = os.environ.get("PDEM_PROGRESS", "auto")
+    if choice in ("bar", "lines"):
+        return choice == "bar"
+    launched = any(k in os.environ for k in ("OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMIX_RANK",
+                                             "SLURM_STEP_ID"))
+    return sys.stdout.isatty() and not launched
+
+
+def _hms(seconds):
+    seconds = int(round(seconds))
+    return "%d:%02d:%02d" % (seconds // 3600, seconds // 60 % 60, seconds % 60)
+
+
+def _setup(args, comm):
+    """(sim, result file) after every input check, or Fail (the same on every rank)."""
+    from pdem.io import ResultFile
+
+    if args.restart is None and args.case is None:
+        raise Fail("run: give a CASE file, or --restart CHECKPOINT")
+    _check_out(args.out, comm)
+    try:
+        if args.restart is not None:
+            sim = pdem.restart(args.restart, comm=comm, threads=args.threads)
+        else:
+            build = None
+            try:
+                build = load_case(args.case)
+            except Fail as exc:
+                problem = str(exc)
+            else:
+                problem = None
+            problem = _agree(comm, problem)
+            if problem:
+                raise Fail(problem)
+            sim = build(comm)
+            if not isinstance(sim, pdem.Simulation):
+                raise Fail("case file %r: build(comm) returned %r, not a pdem.Simulation"
+                           % (args.case, type(sim).__name__))
+            if args.threads:
+                sim.threads = args.threads
+        fields = args.fields.split(",") if args.fields else None
+        name = "results.h5" if sim.step_count == 0 else "results-from-step-%d.h5" % sim.step_count
+        rf = ResultFile(os.path.join(args.out, name), sim, fields=fields, contacts=args.contacts,
+                        float32_positions=args.float32)
+    except pdem.InputError as exc:
+        raise Fail(str(exc))
+    return sim, rf
+
+
+def run(args):
+    comm = MPI.COMM_WORLD
+    sim, rf = _setup(args, comm)
+    start = sim.step_count
+    if args.steps is not None:
+        target = args.steps
+    else:
+        target = start + max(0, int(np.floor((args.until - sim.time) / sim.dt + 0.5)))
+    target = max(target, start)
+    thermo = args.thermo_every or max(1, int(round((target - start) / 20)))
+    checkpoint = os.path.join(args.out, "checkpoint.h5")
+    sim.checkpoint_on_signal(checkpoint)
+    comm.Barrier()                   # every rank handles SIGTERM/SIGUSR1 from here on
+    _status(args.out, "running step %d of %d" % (start, target))
+    _say("pdem run: %s: %d particles, dt %.6g, steps %d -> %d, %d rank(s) x %d thread(s), output in %s"
+         % ("restart from %s" % args.restart if args.restart else args.case, sim.n_particles,
+            sim.dt, start, target, sim.size, sim.threads, rf.path))
+    log = Log(sim, start, target)
+    last_frame = None
+    try:
+        if start == 0:                       # a fresh run: the initial state too
+            rf.write_frame()
+            rf.write_series()
+            last_frame = start
+        periods = [e for e in (args.output_every, thermo, args.checkpoint_every) if e]
+        while sim.step_count < target:
+            now = sim.step_count
+            sim.run(steps=min([target] + [now + e - now % e for e in periods]) - now)
+            s = sim.step_count
+            if args.output_every and s % args.output_every == 0:
+                rf.write_frame()
+                last_frame = s
+            if s % thermo == 0 or s == target:
+                rf.write_series()
+                e, n, c = sim.energy(), sim.n_particles, sim.n_contacts
+                log.thermo(n, c, e["kinetic"])
+            if args.checkpoint_every and s % args.checkpoint_every == 0 and s < target:
+                sim.checkpoint(checkpoint)
+        if last_frame != sim.step_count:
+            rf.write_frame()
+        sim.checkpoint(checkpoint)
+    except pdem.CheckpointExit:
+        rf.close()
+        log.timing()
+        _status(args.out, "interrupted step %d of %d" % (sim.step_count, target))
+        _say("pdem run: stopped at step %d of %d; continue with the same command plus "
+             "--restart %s" % (sim.step_count, target, checkpoint))
+        return 0
+    except (pdem.SimulationError, pdem.InputError) as exc:   # raised on every rank alike
+        rf.close()
+        _status(args.out, "failed step %d of %d" % (sim.step_count, target))
+        raise Fail(str(exc), code=1)
+    rf.close()
+    log.timing()
+    _status(args.out, "finished step %d" % sim.step_count)
+    _say("pdem run: finished at step %d (t = %.9g); wrote %s, %s" % (sim.step_count, sim.time,
+                                                                     rf.path, checkpoint))
+    return 0
+
+
+# ------------------------------------------------------------------ info and plot
+def _open_h5(path):
+    import h5py
+    try:
+        f = h5py.File(path, "r")
+    except (OSError, ValueError) as exc:
+        raise Fail("cannot read %r: %s" % (path, exc))
+    kind = f.attrs.get("format")
+    if kind not in ("pdem-frames", "pdem checkpoint"):
+        f.close()
+        raise Fail("%r is neither a pdem result file nor a pdem checkpoint" % path)
+    return f, kind
+
+
+def _span(a):
+    return "%s .. %s" % (a[0], a[-1]) if len(a) else "none"
+
+
+def info(args):
+    if _rank() != 0:
+        return 0
+    f, kind = _open_h5(args.file)
+    a, out = f.attrs, []
+    try:
+        domain = "%s .. %s, periodic %s, dim %d" % (
+            np.asarray(a["domain_lo"] if kind == "pdem-frames" else _json(a["domain"])["lo"]).tolist(),
+            np.asarray(a["domain_hi"] if kind == "pdem-frames" else _json(a["domain"])["hi"]).tolist(),
+            [bool(p) for p in (a["periodic"] if kind == "pdem-frames" else _json(a["domain"])["periodic"])],
+            a["dim"] if kind == "pdem-frames" else _json(a["domain"])["dim"])
+        if kind == "pdem checkpoint":
+            out += [("kind", "checkpoint (version %d)" % a["version"]),
+                    ("step", int(a["step"])), ("time", "%.9g" % a["time"]), ("dt", "%.6g" % a["dt"]),
+                    ("particles", len(f["particles/id"])),
+                    ("contacts", "%d (%d particle pairs, %d wall)" % (
+                        len(f["pairs/key"]) + len(f["walls/key"]), len(f["pairs/key"]),
+                        len(f["walls/key"]))),
+                    ("planes", len(f["planes/point"])),
+                    ("materials", ", ".join(m["name"] for m in _json(a["materials"]))),
+                    ("domain", domain)]
+        else:
+            frames = [f["frames"][k] for k in sorted(f["frames"])]
+            steps = [int(g.attrs["step"]) for g in frames]
+            times = ["%.6g" % g.attrs["time"] for g in frames]
+            series = f["series"] if "series" in f else None
+            out += [("kind", "result file (%s %d), written by %d rank(s)" % (
+                        kind, a["format_version"], a["n_ranks"])),
+                    ("frames", len(frames)), ("steps", _span(steps)), ("time", _span(times)),
+                    ("dt", "%.6g" % a["dt"])]
+            if frames:
+                last = frames[-1]
+                out.append(("particles", int(last.attrs["n_particles"])))
+                if "n_contacts" in last.attrs:
+                    out.append(("contacts", int(last.attrs["n_contacts"])))
+                out.append(("fields", ", ".join(last["particles"])))
+                if "contacts" in last:
+                    out.append(("contact fields", ", ".join(last["contacts"])))
+                out.append(("planes", len(last["walls/point"])))
+            if series is not None:
+                n = len(series["step"])
+                out.append(("series", "%d rows, steps %s: %s" % (
+                    n, _span(series["step"][...].tolist()),
+                    ", ".join(k for k in series if k not in ("step", "time")))))
+                if n:
+                    out.append(("last row", "contacts %d, kinetic energy %.6g" % (
+                        series["n_contacts"][-1], series["kinetic_energy"][-1])))
+            else:
+                out.append(("series", "0 rows"))
+            out.append(("domain", domain))
+    except KeyError as exc:
+        raise Fail("%r is truncated or corrupted: %s" % (args.file, exc))
+    finally:
+        f.close()
+    print("%s:" % args.file)
+    for key, value in out:
+        print("  %-15s %s" % (key + ":", value))
+    return 0
+
+
+def _json(text):
+    import json
+    return json.loads(text)
+
+
+def plot(args):
+    if _rank() != 0:
+        return 0
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    f, kind = _open_h5(args.file)
+    with f:
+        if kind != "pdem-frames" or "series" not in f or len(f["series/step"]) == 0:
+            raise Fail("%r has no time series to plot (a result file written with "
+                       "write_series or python -m pdem run)" % args.file)
+        s = {k: f["series"][k][...] for k in f["series"]}
+        normals = None
+        frames = sorted(f["frames"])
+        if frames:
+            normals = f["frames"][frames[-1]]["walls/normal"][...]
+    out = args.out or os.path.dirname(os.path.abspath(args.file))
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as exc:
+        raise Fail("output folder %r is not writable: %s" % (out, exc.strerror or exc))
+    stem = os.path.join(out, os.path.splitext(os.path.basename(args.file))[0])
+    t, written = s["time"], []
+
+    def save(fig, name):
+        path = "%s-%s.png" % (stem, name)
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(path)
+
+    fig, (ax1, ax2) = plt.subplots(2, 1, sharex=True, figsize=(7, 6))
+    ax1.plot(t, s["kinetic_energy"], label="kinetic")
+    ax1.plot(t, s["rotational_energy"], label="rotational")
+    if np.all(s["kinetic_energy"] > 0):
+        ax1.set_yscale("log")
+    ax1.set_ylabel("energy")
+    ax1.legend()
+    ax2.plot(t, s["gravity_energy"] - s["gravity_energy"][0], label="gravity (change)")
+    ax2.plot(t, s["kinetic_energy"] + s["rotational_energy"] + s["gravity_energy"]
+             - s["gravity_energy"][0], label="kinetic + rotational + gravity change")
+    ax2.set_xlabel("time")
+    ax2.set_ylabel("energy")
+    ax2.legend()
+    fig.suptitle("energies: %s" % os.path.basename(args.file))
+    save(fig, "energy")
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(t, s["n_contacts"])
+    ax.set_xlabel("time")
+    ax.set_ylabel("active contacts")
+    save(fig, "contacts")
+
+    w = s["wall_force"]
+    if w.ndim == 3 and w.shape[1]:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for k in range(w.shape[1]):
+            if normals is not None and k < len(normals):
+                ax.plot(t, w[:, k] @ normals[k], label="plane %d, normal %s" % (k, normals[k].round(3).tolist()))
+            else:
+                ax.plot(t, np.linalg.norm(w[:, k], axis=1), label="plane %d, |force|" % k)
+        ax.set_xlabel("time")
+        ax.set_ylabel("force on the wall (along its normal)")
+        ax.legend(fontsize="small")
+        save(fig, "wall_forces")
+    for path in written:
+        print("wrote %s" % path)
+    return 0
+
+
+# ------------------------------------------------------------------ entry point
+def main(argv=None):
+    args = parser().parse_args(argv)          # argparse: message and exit code 2
+    try:
+        return {"run": run, "info": info, "plot": plot}[args.command](args)
+    except Fail as exc:
+        if _rank() == 0:
+            print("pdem: error: %s" % exc, file=sys.stderr, flush=True)
+        return exc.code
