@@ -1,1 +1,2 @@
-"""Contacts: state arrays (store), plane walls (walls). Kernels live in pyx/."""
+"""Contacts: state arrays (store), plane walls (walls), faceted wall meshes (mesh,
+mesh_files). Kernels live in pyx/."""

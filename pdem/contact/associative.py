@@ -1,0 +1,81 @@
+"""Associative logic of faceted wall contacts, "reduced" mode (seed 004, "Faceted Wall
+Contact Resolution", rules 1-3):
+
+1) only one active contact can exist between a ball and a wall facet, shared edges and
+   vertices included;
+2) contacts between a ball and adjacent facets are linked when a wall contact point lies
+   on their shared edge or vertex, provided its overlap is positive;
+3) in a linked set only the contact with the largest overlap is active; contacts are
+   processed in order of decreasing overlap and the checks stop at the first
+   non-positive overlap.
+
+A linked set is a connected component of the links (the seed's Figure 4: a-b, c-b, d-c
+give one set {a, b, c, d} whose active contact is b). When a contact's point lies on an
+edge or vertex it shares with another candidate facet, that facet is at most as far from
+the centre, so its overlap is at least as large and positive too. Equal overlaps (a ball
+centred over a shared edge or vertex of a flat wall) are ordered by facet index, so the
+choice is deterministic and independent of the candidate order.
+
+This is the pure rule over the few candidates of one ball, in Python; the batch kernel
+will apply the same rule per ball. "Full" mode (sliver and wedge check), continuity of
+contact state and proximity contacts build on its output.
+"""
+import numpy as np
+
+from ..errors import InputError
+
+
+def resolve_reduced(facet, overlap, region, mesh):
+    """Active contacts among the candidate facets of one ball.
+
+    facet (m,) facet indices (distinct), overlap (m,) R - d, region (m,) region codes of
+    the wall contact points (pdem._kernels.facets.closest_points: 0 face, 1..3 edges,
+    4..6 vertices); mesh: pdem.contact.mesh.Mesh (its topology).
+
+    Returns (active (m,) bool, leader (m,) int): leader[k] is the candidate index of the
+    active contact of k's linked set (k itself when active), -1 when overlap[k] <= 0.
+    """
+    facet = np.asarray(facet, dtype=np.int64).reshape(-1)
+    overlap = np.asarray(overlap, dtype=np.float64).reshape(-1)
+    region = np.asarray(region).reshape(-1)
+    m = len(facet)
+    if len(overlap) != m or len(region) != m:
+        raise InputError("resolve_reduced: facet, overlap and region must have the same "
+                         "length, got %d, %d, %d" % (m, len(overlap), len(region)))
+    if len(np.unique(facet)) != m:
+        raise InputError("resolve_reduced: a facet appears twice among the candidates %r"
+                         % (facet.tolist(),))
+    order = np.lexsort((facet, -overlap))      # decreasing overlap, then facet index
+    slot = {int(f): k for k, f in enumerate(facet)}
+    parent = list(range(m))
+
+    def root(k):
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    for k in order:
+        if not overlap[k] > 0.0:
+            break                               # rule 3: checks cease at overlap <= 0
+        f, r = int(facet[k]), int(region[k])
+        if 1 <= r <= 3:
+            others = mesh.edge_facets[mesh.facet_edges[f, r - 1]]
+        elif 4 <= r <= 6:
+            others = mesh.facets_of_vertex(mesh.facets[f, r - 4])
+        else:
+            continue                            # on the face: links come from the others
+        for g in others:
+            j = slot.get(int(g))
+            if j is not None and j != k and overlap[j] > 0.0:
+                a, b = root(k), root(j)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+    leader = np.full(m, -1, dtype=np.int64)
+    first = {}
+    for k in order:                             # first of a set in this order = largest
+        if not overlap[k] > 0.0:
+            break
+        leader[k] = first.setdefault(root(k), k)
+    active = leader == np.arange(m)
+    return active, leader

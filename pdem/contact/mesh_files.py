@@ -1,0 +1,189 @@
+"""Triangle mesh readers for faceted walls (seed 004, "Faceted Walls in PFC": a wall is
+a triangular mesh the user brings from CAD). Small numpy readers, no dependency:
+
+- STL, ASCII and binary (binary when the size is exactly 84 + 50 n bytes for the n
+  triangles announced in the header). Stored normals are ignored: the vertex order
+  (right-hand rule) defines the facet normal, as in the seed.
+- Wavefront OBJ: `v x y z [w]` and `f i j k ...` lines (1-based indices, negative ones
+  relative to the end, `i/t/n` forms accepted); polygons are split by a fan from their
+  first vertex. Every other line (vt, vn, g, o, usemtl, ...) is ignored.
+- Gmsh .msh version 4 ASCII: nodes of every entity block, elements of type 2 (3-node
+  triangle) and type 3 (4-node quadrangle, split in two triangles); other element
+  types (points, lines, volumes) are ignored.
+
+Each reader returns (vertices (nv, 3) float64, facets (nf, 3) int64) with vertices
+not yet merged; pdem.contact.mesh.Mesh merges exactly equal coordinates and checks
+the result. Problems raise pdem.InputError naming the file and the line or record.
+"""
+import os
+import re
+
+import numpy as np
+
+from ..errors import InputError
+
+
+def read_mesh_file(path):
+    """(vertices, facets) of a .stl, .obj or .msh file (chosen by the extension)."""
+    path = os.fspath(path)
+    ext = os.path.splitext(path)[1].lower()
+    readers = {".stl": read_stl, ".obj": read_obj, ".msh": read_msh}
+    if ext not in readers:
+        raise InputError("mesh file %r: unknown extension %r (expected .stl, .obj or .msh)"
+                         % (path, ext))
+    if not os.path.isfile(path):
+        raise InputError("mesh file %r: no such file" % (path,))
+    return readers[ext](path)
+
+
+def _fan(verts):
+    """Triangles (0, k, k+1) of a polygon given its vertex indices."""
+    return [(verts[0], verts[k], verts[k + 1]) for k in range(1, len(verts) - 1)]
+
+
+# ------------------------------------------------------------------------------ STL
+_STL_BINARY = np.dtype([("normal", "<f4", 3), ("v", "<f4", (3, 3)), ("attr", "<u2")])
+_FLOAT = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)"
+
+
+def read_stl(path):
+    with open(path, "rb") as fh:
+        data = fh.read()
+    if len(data) >= 84:
+        n = int(np.frombuffer(data, "<u4", 1, 80)[0])
+        if len(data) == 84 + 50 * n:
+            tri = np.frombuffer(data, _STL_BINARY, n, 84)["v"].astype(np.float64)
+            return tri.reshape(-1, 3), np.arange(3 * n, dtype=np.int64).reshape(-1, 3)
+    if not data.lstrip()[:5].lower() == b"solid":
+        raise InputError("STL file %r: neither binary (size %d is not 84 + 50 n) nor ASCII "
+                         "(does not start with 'solid')" % (path, len(data)))
+    text = data.decode("ascii", errors="replace")
+    coords = []
+    per_facet = 0
+    for lineno, line in enumerate(text.splitlines(), 1):
+        words = line.split()
+        if not words:
+            continue
+        key = words[0].lower()
+        if key == "vertex":
+            if len(words) != 4 or not all(re.fullmatch(_FLOAT, w, re.I) for w in words[1:]):
+                raise InputError("STL file %r line %d: expected 'vertex x y z', got %r"
+                                 % (path, lineno, line.strip()))
+            coords.append([float(w) for w in words[1:]])
+            per_facet += 1
+        elif key == "endloop":
+            if per_facet != 3:
+                raise InputError("STL file %r line %d: a facet loop has %d vertices, "
+                                 "expected 3" % (path, lineno, per_facet))
+            per_facet = 0
+    if not coords:
+        raise InputError("STL file %r: no facets" % (path,))
+    v = np.array(coords, dtype=np.float64)
+    if len(v) % 3:
+        raise InputError("STL file %r: %d vertices is not a multiple of 3" % (path, len(v)))
+    return v, np.arange(len(v), dtype=np.int64).reshape(-1, 3)
+
+
+# ------------------------------------------------------------------------------ OBJ
+def read_obj(path):
+    verts, tris = [], []
+    with open(path, "r", errors="replace") as fh:
+        for lineno, line in enumerate(fh, 1):
+            words = line.split("#", 1)[0].split()
+            if not words:
+                continue
+            if words[0] == "v":
+                try:
+                    verts.append([float(w) for w in words[1:4]])
+                except ValueError:
+                    verts.append(None)
+                if len(words) < 4 or verts[-1] is None:
+                    raise InputError("OBJ file %r line %d: expected 'v x y z', got %r"
+                                     % (path, lineno, line.strip()))
+            elif words[0] == "f":
+                idx = []
+                for w in words[1:]:
+                    try:
+                        i = int(w.split("/", 1)[0])
+                    except ValueError:
+                        i = 0
+                    if i < 0:
+                        i = len(verts) + 1 + i  # relative: -1 is the last vertex so far
+                    if not 1 <= i <= len(verts):
+                        raise InputError("OBJ file %r line %d: face vertex %r does not name "
+                                         "one of the %d vertices defined so far"
+                                         % (path, lineno, w, len(verts)))
+                    idx.append(i - 1)
+                if len(idx) < 3:
+                    raise InputError("OBJ file %r line %d: a face needs at least 3 vertices, "
+                                     "got %d" % (path, lineno, len(idx)))
+                tris.extend(_fan(idx))
+    if not tris:
+        raise InputError("OBJ file %r: no faces" % (path,))
+    return np.array(verts, dtype=np.float64), np.array(tris, dtype=np.int64)
+
+
+# ------------------------------------------------------------------------------ Gmsh
+def _msh_sections(path):
+    """{name: list of lines} for the $Name ... $EndName sections of an ASCII .msh."""
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    try:
+        text = raw.decode("ascii")
+    except UnicodeDecodeError:
+        raise InputError("Gmsh file %r: not ASCII (binary .msh is not supported; save it "
+                         "with Mesh.Binary = 0)" % (path,))
+    sections, name, body = {}, None, []
+    for line in text.splitlines():
+        s = line.strip()
+        if name is None:
+            if s.startswith("$"):
+                name, body = s[1:], []
+        elif s == "$End" + name:
+            sections[name] = body
+            name = None
+        else:
+            body.append(s)
+    return sections
+
+
+def read_msh(path):
+    sec = _msh_sections(path)
+    fmt = sec.get("MeshFormat", [""])[0].split()
+    if len(fmt) < 2 or not fmt[0].startswith("4") or fmt[1] != "0":
+        raise InputError("Gmsh file %r: MeshFormat %r is not supported (need version 4 "
+                         "ASCII)" % (path, " ".join(fmt)))
+    if "Nodes" not in sec or "Elements" not in sec:
+        raise InputError("Gmsh file %r: missing $Nodes or $Elements section" % (path,))
+    try:
+        tags, coords = [], []
+        lines = sec["Nodes"]
+        nblocks = int(lines[0].split()[0])
+        p = 1
+        for _ in range(nblocks):
+            dim, _ent, parametric, n = (int(w) for w in lines[p].split())
+            p += 1
+            tags.extend(int(lines[p + k]) for k in range(n))
+            coords.extend([float(w) for w in lines[p + n + k].split()[:3]] for k in range(n))
+            p += 2 * n
+        tag_to_row = {t: r for r, t in enumerate(tags)}
+        lines = sec["Elements"]
+        nblocks = int(lines[0].split()[0])
+        p = 1
+        tris = []
+        for _ in range(nblocks):
+            _dim, _ent, etype, n = (int(w) for w in lines[p].split())
+            p += 1
+            if etype in (2, 3):
+                for k in range(n):
+                    nodes = [tag_to_row[int(w)] for w in lines[p + k].split()[1:]]
+                    if len(nodes) != etype + 1:
+                        raise ValueError("element with %d nodes" % len(nodes))
+                    tris.extend(_fan(nodes))
+            p += n
+    except (IndexError, ValueError, KeyError) as err:
+        raise InputError("Gmsh file %r: malformed $Nodes/$Elements section (%s: %s)"
+                         % (path, type(err).__name__, err))
+    if not tris:
+        raise InputError("Gmsh file %r: no triangle or quadrangle elements" % (path,))
+    return np.array(coords, dtype=np.float64), np.array(tris, dtype=np.int64)

@@ -1,0 +1,272 @@
+"""Faceted wall meshes (seed 004 "Faceted Walls in PFC"): readers, merged vertices,
+topology, and the rejections the seed asks for, each naming the facet."""
+import struct
+
+import numpy as np
+import pytest
+
+import pdem
+from pdem.contact.mesh import Mesh
+
+# unit cube, quads seen from outside counter-clockwise (outward normals)
+CUBE_V = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0],
+                   [0, 0, 1], [1, 0, 1], [1, 1, 1], [0, 1, 1]], dtype=float)
+CUBE_Q = [(0, 3, 2, 1), (4, 5, 6, 7), (0, 1, 5, 4), (1, 2, 6, 5), (2, 3, 7, 6), (3, 0, 4, 7)]
+CUBE_F = np.array([t for q in CUBE_Q for t in ((q[0], q[1], q[2]), (q[0], q[2], q[3]))])
+
+
+def flat_grid(n, z=0.0):
+    """Square [0,1]^2 at height z split into 2 n^2 facets, normals +z."""
+    xs = np.linspace(0.0, 1.0, n + 1)
+    X, Y = np.meshgrid(xs, xs, indexing="ij")
+    V = np.c_[X.ravel(), Y.ravel(), np.full(X.size, z)]
+    F = []
+    for i in range(n):
+        for j in range(n):
+            a, b, c, d = i * (n + 1) + j, (i + 1) * (n + 1) + j, (i + 1) * (n + 1) + j + 1, \
+                i * (n + 1) + j + 1
+            F += [(a, b, c), (a, c, d)]
+    return V, np.array(F)
+
+
+def input_error(func, *must_contain):
+    with pytest.raises(pdem.InputError) as info:
+        func()
+    msg = str(info.value)
+    assert "\n" not in msg, msg
+    for s in must_contain:
+        assert s in msg, (s, msg)
+    return msg
+
+
+def check_cube(m):
+    assert m.n_vertices == 8 and m.n_facets == 12
+    assert len(m.edges) == 18 and np.all(m.edge_facets >= 0)   # closed: every edge twice
+    centre = m.vertices[m.facets].mean(axis=1)
+    assert np.all(np.einsum("ij,ij->i", m.normals, centre - 0.5) > 0)   # outward
+    assert np.allclose(m.areas.sum(), 6.0)
+    for v in range(8):
+        fs = m.facets_of_vertex(v)
+        assert np.all(np.diff(fs) > 0) and np.all(np.any(m.facets[fs] == v, axis=1))
+    assert sum(len(m.facets_of_vertex(v)) for v in range(8)) == 36
+
+
+# ------------------------------------------------------------------ topology
+def test_cube_topology():
+    check_cube(Mesh(CUBE_V, CUBE_F))
+
+
+def test_edges_link_facets_both_ways():
+    m = Mesh(*flat_grid(5))
+    for f in range(m.n_facets):
+        for k in range(3):
+            e = m.facet_edges[f, k]
+            assert f in m.edge_facets[e]
+            assert sorted(m.edges[e]) == sorted((m.facets[f, k], m.facets[f, (k + 1) % 3]))
+    # boundary edges of an n x n grid: 4 n; interior: 3 n^2 + 2 n - 4 n ... count both
+    assert np.sum(m.edge_facets[:, 1] < 0) == 20
+    assert len(m.edges) == 3 * 25 + 2 * 5
+    assert np.allclose(m.normals, [0, 0, 1])
+
+
+def test_duplicate_coordinates_are_merged():
+    tri = CUBE_V[CUBE_F].reshape(-1, 3)          # 36 corners, STL style
+    m = Mesh(tri, np.arange(36).reshape(12, 3))
+    check_cube(m)
+    assert np.array_equal(m.vertices[m.vertex_map], tri)
+
+
+def test_inactive_flags():
+    m = Mesh(CUBE_V, CUBE_F)
+    assert not m.inactive_front.any() and not m.inactive_back.any()
+    m.set_inactive([0, 3], "front")
+    m.set_inactive(5, "both")
+    assert np.flatnonzero(m.inactive_front).tolist() == [0, 3, 5]
+    assert np.flatnonzero(m.inactive_back).tolist() == [5]
+    m.set_inactive([5], "back", inactive=False)
+    assert not m.inactive_back.any()
+    input_error(lambda: m.set_inactive([12], "front"), "0..11")
+    input_error(lambda: m.set_inactive([1], "top"), "side")
+
+
+def test_large_grid_is_fast():
+    import time
+    t = time.perf_counter()
+    m = Mesh(*flat_grid(40))                      # 3200 facets, intersection check on
+    assert m.n_facets == 3200
+    assert time.perf_counter() - t < 2.0
+
+
+# ------------------------------------------------------------------ rejections
+def test_repeated_vertex_names_facet():
+    F = CUBE_F.copy()
+    F[7] = (2, 6, 2)
+    input_error(lambda: Mesh(CUBE_V, F), "facet 7", "repeated vertex")
+
+
+def test_repeated_vertex_after_merge_names_facet():
+    V = np.vstack([CUBE_V, CUBE_V[6]])           # vertex 8 == vertex 6
+    F = CUBE_F.copy()
+    F[7] = (8, 6, 5)
+    input_error(lambda: Mesh(V, F), "facet 7", "repeated vertex")
+
+
+def test_collinear_facet_names_facet():
+    V = np.array([[0, 0, 0], [1, 0, 0], [2, 0, 0], [0, 1, 0]], float)
+    input_error(lambda: Mesh(V, [[0, 1, 3], [0, 1, 2]]), "facet 1", "collinear")
+
+
+def test_inconsistent_orientation_names_facet():
+    F = CUBE_F.copy()
+    F[4] = F[4][::-1]
+    msg = input_error(lambda: Mesh(CUBE_V, F), "oriented inconsistently", "same direction")
+    assert "facet 4" in msg
+
+
+def test_edge_shared_by_three_facets():
+    V = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, -1, 0.1], [0.5, 0.5, 1]], float)
+    F = [[0, 1, 2], [1, 0, 3], [0, 1, 4]]
+    input_error(lambda: Mesh(V, F), "facet 2", "shared by 3 facets")
+
+
+def test_repeated_facet():
+    input_error(lambda: Mesh(CUBE_V, np.vstack([CUBE_F, CUBE_F[3, [1, 2, 0]]])),
+                "facet 12 repeats facet 3")
+
+
+def test_crossing_facets_named():
+    V, F = flat_grid(6)
+    nv = len(V)
+    V = np.vstack([V, [[0.31, 0.31, -0.5], [0.61, 0.33, 0.5], [0.32, 0.62, 0.4]]])
+    F = np.vstack([F, [[nv, nv + 1, nv + 2]]])
+    input_error(lambda: Mesh(V, F), "intersect", "and 72")
+    Mesh(V, F, check_intersections=False)         # the check can be switched off
+
+
+def test_coplanar_overlap_is_an_intersection():
+    V = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0.2, 0.2, 0], [1.2, 0.2, 0],
+                  [0.2, 1.2, 0]], float)
+    input_error(lambda: Mesh(V, [[0, 1, 2], [3, 4, 5]]), "facets 0 and 1 intersect")
+
+
+def test_touching_and_separate_facets_are_not_intersections():
+    # T-junction: vertex 3 of facet 1 on the edge of facet 0, coplanar, no overlap
+    V = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0.5, 0.5, 0], [1, 1, 0], [1.5, 0.5, 0]], float)
+    Mesh(V, [[0, 1, 2], [3, 5, 4]])
+    # a facet hanging just above another, and one standing on it (touching edge)
+    V = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0.2, 0.2, 1e-6], [0.5, 0.2, 1e-6],
+                  [0.2, 0.5, 1e-6], [0.1, 0.1, 0.0], [0.3, 0.1, 0.0], [0.2, 0.1, 1.0]], float)
+    Mesh(V, [[0, 1, 2], [3, 4, 5]])
+    Mesh(V, [[0, 1, 2], [6, 7, 8]])
+
+
+@pytest.mark.parametrize("v, f, words", [
+    (np.zeros((3, 2)), [[0, 1, 2]], ("vertices", "shape")),
+    ([[0, 0, 0], [1, 0, np.nan], [0, 1, 0]], [[0, 1, 2]], ("vertices[1]", "not finite")),
+    (CUBE_V, [[0, 1, 8]], ("facet 0", "outside 0..7")),
+    (CUBE_V, [[0.0, 1.0, 2.0]], ("facets", "integers")),
+])
+def test_bad_arrays(v, f, words):
+    input_error(lambda: Mesh(v, f), *words)
+
+
+# ------------------------------------------------------------------ readers
+def write_stl_ascii(path, tris):
+    with open(path, "w") as fh:
+        fh.write("solid cube\n")
+        for t in tris:
+            fh.write("  facet normal 0 0 0\n    outer loop\n")
+            for p in t:
+                fh.write("      vertex %.17g %.17g %.17g\n" % tuple(p))
+            fh.write("    endloop\n  endfacet\n")
+        fh.write("endsolid cube\n")
+
+
+def write_stl_binary(path, tris):
+    with open(path, "wb") as fh:
+        fh.write(b"solid but binary".ljust(80, b" "))   # binary files may start with 'solid'
+        fh.write(struct.pack("<I", len(tris)))
+        for t in tris:
+            fh.write(struct.pack("<3f", 0, 0, 0))
+            fh.write(np.asarray(t, "<f4").tobytes())
+            fh.write(b"\0\0")
+
+
+def test_stl_ascii_and_binary(tmp_path):
+    tris = CUBE_V[CUBE_F]
+    write_stl_ascii(tmp_path / "a.stl", tris)
+    write_stl_binary(tmp_path / "b.stl", tris)
+    for name in ("a.stl", "b.stl"):
+        m = Mesh.read(tmp_path / name)
+        check_cube(m)
+        assert np.array_equal(m.vertices[m.facets], tris)
+
+
+def test_obj_quads_negative_indices_and_slashes(tmp_path):
+    lines = ["# cube", "o cube"] + ["v %g %g %g" % tuple(p) for p in CUBE_V] + ["vn 0 0 1"]
+    for q in CUBE_Q[:3]:
+        lines.append("f " + " ".join("%d/1/1" % (i + 1) for i in q))
+    for q in CUBE_Q[3:]:
+        lines.append("f " + " ".join(str(i - 8) for i in q))     # relative indices
+    (tmp_path / "c.obj").write_text("\n".join(lines) + "\n")
+    m = Mesh.read(tmp_path / "c.obj")
+    check_cube(m)
+    assert m.facets[:2].tolist() == [[0, 3, 2], [0, 2, 1]]     # fan of the first quad
+
+
+def test_gmsh_v4_ascii(tmp_path):
+    # 4 nodes in two entity blocks; a line element (ignored), 2 triangles, 1 quad
+    text = """$MeshFormat
+4.1 0 8
+$EndMeshFormat
+$Nodes
+2 6 1 6
+0 1 0 2
+1
+2
+0 0 0
+1 0 0
+2 1 0 4
+3
+4
+5
+6
+1 1 0
+0 1 0
+2 1 0
+2 0 0
+$EndNodes
+$Elements
+3 4 1 4
+1 1 1 1
+1 1 2
+2 1 2 2
+2 1 2 3
+3 1 3 4
+2 2 3 1
+4 2 6 5 3
+$EndElements
+"""
+    (tmp_path / "s.msh").write_text(text)
+    m = Mesh.read(tmp_path / "s.msh")
+    assert m.n_facets == 4 and m.n_vertices == 6
+    assert np.allclose(m.normals, [0, 0, 1])
+    assert np.allclose(m.areas.sum(), 2.0)
+
+
+def test_reader_errors(tmp_path):
+    input_error(lambda: Mesh.read(tmp_path / "x.ply"), "unknown extension")
+    input_error(lambda: Mesh.read(tmp_path / "none.stl"), "no such file")
+    (tmp_path / "bad.obj").write_text("v 0 0 0\nv 1 0 0\nf 1 2 3\n")
+    input_error(lambda: Mesh.read(tmp_path / "bad.obj"), "line 3", "'3'")
+    (tmp_path / "bad.stl").write_text("solid x\nfacet normal 0 0 1\nouter loop\nvertex 0 0 zero\n")
+    input_error(lambda: Mesh.read(tmp_path / "bad.stl"), "line 4")
+    (tmp_path / "junk.stl").write_bytes(b"\x01" * 90)
+    input_error(lambda: Mesh.read(tmp_path / "junk.stl"), "neither binary")
+    (tmp_path / "old.msh").write_text("$MeshFormat\n2.2 0 8\n$EndMeshFormat\n")
+    input_error(lambda: Mesh.read(tmp_path / "old.msh"), "version 4")
+    # an error in the mesh itself names the file
+    F = CUBE_F.copy()
+    F[4] = F[4][::-1]
+    write_stl_ascii(tmp_path / "flip.stl", CUBE_V[F])
+    input_error(lambda: Mesh.read(tmp_path / "flip.stl"), "flip.stl", "facet 4")
