@@ -14,6 +14,8 @@ import os
 import re
 import shutil
 import subprocess
+import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +65,7 @@ class Result:
     output: str                 # the job's output file (stdout and stderr)
     outdir: Path                # tmp_path: put the job's results here
     info: str                   # sbatch's stderr and `scontrol show job` if still known
+    output_file: Path = None    # the job's output file
 
     def fail(self, msg):
         pytest.fail("%s\n--- sbatch exit code %d, job %s\n%s\n--- job output\n%s"
@@ -91,7 +94,7 @@ def submit(script, args=(), outdir=None, sbatch=(), env=None):
                                 if w.split("=")[0] in ("JobId", "JobState", "Reason", "ExitCode", "RunTime"))
     text = output.read_text(errors="replace") if output.exists() else "(no output file %s)" % output
     text = re.sub(r"\x1b\[[0-9;]*m", "", text)          # colours, should a tool force them
-    res = Result(job_id, r.returncode, text, Path(outdir), info.strip())
+    res = Result(job_id, r.returncode, text, Path(outdir), info.strip(), output)
     if "JobState=" in info and "JobState=COMPLETED" not in info and r.returncode == 0:
         res.returncode = -1
     return res
@@ -133,6 +136,87 @@ def scaling_lines(ranks):
     return check
 
 
+CHAIN_STEPS = 12000            # examples/settle.py: about 12 s on 2 ranks
+
+
+def _read(path):
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def signal_links(at_steps):
+    """During a restart chain: send SIGUSR1 (what Slurm sends before a time limit with
+    --signal) to the k-th job of the chain once its log shows a thermo line at a step
+    >= at_steps[k-1] (the job ids are in <outdir>/run/chain_jobs). Late steps: the
+    settled bed has pair and wall contacts on every rank (see the report on
+    pdem/io/checkpoint.py's empty collective writes)."""
+    thermo = re.compile(r"^\s+(\d+)\s+\d\.\d+e[-+]\d+\s+\d+\s+\d+\s", re.M)
+
+    def during(outdir, stop):
+        outdir = Path(outdir)
+        for k, step in enumerate(at_steps, 1):
+            while not stop.is_set():
+                jobs = _read(outdir / "run" / "chain_jobs").split()
+                logs = [_read(p) for p in outdir.glob("*.out")]
+                links = logs[0].split("restart_chain: job ")[1:] if logs else []
+                if len(jobs) >= k and len(links) >= k and any(
+                        int(m.group(1)) >= step for m in thermo.finditer(links[k - 1])):
+                    break
+                time.sleep(0.1)
+            if stop.is_set():
+                return
+            subprocess.run(["scancel", "--signal=USR1", jobs[k - 1]], capture_output=True, timeout=60)
+    return during
+
+
+def chain_check(steps, case="examples/settle.py", run="run", min_jobs=2):
+    """The chain in <outdir>/<run> ended (waits for its LAST job) finished, after at
+    least min_jobs jobs (so at least one restart), in the state of an uninterrupted
+    run of the same case: every particle dataset of the final checkpoints, sorted by
+    id, bitwise."""
+    def check(res):
+        import h5py
+        import numpy as np
+
+        folder = res.outdir / run
+        deadline = time.time() + WAIT
+        while True:
+            jobs = _read(folder / "chain_jobs").split()
+            q = subprocess.run(["squeue", "-h", "-j", jobs[-1], "-o", "%T"], capture_output=True,
+                               text=True, timeout=60) if jobs else None
+            if q is not None and not q.stdout.strip() and _read(folder / "chain_jobs").split() == jobs:
+                break                                 # the last job is gone, no new one
+            if time.time() > deadline:
+                subprocess.run(["scancel"] + jobs, capture_output=True, timeout=60)
+                res.fail("the chain %s did not end in %d s; cancelled" % (jobs, WAIT))
+            time.sleep(1)
+        out = Path(res.output_file)
+        res.output = re.sub(r"\x1b\[[0-9;]*m", "", _read(out))
+        status = _read(folder / "status").strip()
+        if not status.startswith("finished step %d" % steps):
+            res.fail("the chain %s ended with status %r" % (jobs, status))
+        if len(jobs) < min_jobs or res.output.count("submitted job") != len(jobs) - 1:
+            res.fail("expected a chain of at least %d jobs, got %s" % (min_jobs, jobs))
+        if "restart_chain: finished step %d after %d job(s)" % (steps, len(jobs)) not in res.output:
+            res.fail("no final line of the chain's last job")
+        ref = res.outdir / "reference"
+        r = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "pdem", "run", case,
+                            "--steps", str(steps), "--out", str(ref)], cwd=ROOT, capture_output=True,
+                           text=True, timeout=WAIT, env=dict(os.environ, **CI_ENV))
+        if r.returncode:
+            res.fail("the uninterrupted reference run failed:\n%s%s" % (r.stdout, r.stderr))
+        with h5py.File(folder / "checkpoint.h5", "r") as a, h5py.File(ref / "checkpoint.h5", "r") as b:
+            pa, pb = a["particles"], b["particles"]
+            oa, ob = np.argsort(pa["id"][...]), np.argsort(pb["id"][...])
+            for k in sorted(set(pa) | set(pb)):
+                if k not in pa or k not in pb or pa[k][...][oa].tobytes() != pb[k][...][ob].tobytes():
+                    res.fail("after the chain %s, particles/%s differs from the uninterrupted run"
+                             % (jobs, k))
+    return check
+
+
 # ------------------------------------------------------------------ the jobs
 SMALL = ["--particles", 2000, "--time", 0.02]     # a few seconds on 2 cores
 
@@ -144,6 +228,7 @@ class Job:
     check: Callable
     sbatch: list = field(default_factory=list)
     env: dict = field(default_factory=dict)
+    during: Callable = None     # during(outdir, stop_event), in a thread while the job runs
 
 
 JOBS = {
@@ -156,7 +241,12 @@ JOBS = {
     "mpi_tests": Job("mpi_tests.slurm", [], pytest_passed_on(2),
                      env={"PDEM_TESTS": "tests/mpi/test_failures.py"}),
     "scaling": Job("scaling.slurm", SMALL, scaling_lines([1, 2]), env={"PDEM_OUT": "{out}/scaling"}),
-    # "restart_chain": Job("restart_chain.slurm", [...], check_restart_chain),
+    # a chain of 3 jobs: SIGUSR1 (scancel) to the first two, each checkpoints and submits
+    # the next; the last one's final state equals an uninterrupted run's
+    "restart_chain": Job("restart_chain.slurm",
+                         ["examples/settle.py", "--out", "{out}/run", "--steps", CHAIN_STEPS,
+                          "--thermo-every", 1000],
+                         chain_check(CHAIN_STEPS, min_jobs=3), during=signal_links([6000, 9000])),
 }
 
 
@@ -165,11 +255,20 @@ JOBS = {
 def test_job(name, tmp_path):
     job = JOBS[name]
     fill = lambda v: str(v).replace("{out}", str(tmp_path))   # noqa: E731
-    res = submit(job.script, [fill(a) for a in job.args], tmp_path, job.sbatch,
-                 {k: fill(v) for k, v in job.env.items()})
-    if res.returncode != 0:
-        res.fail("job %s failed" % job.script)
-    job.check(res)
+    stop = threading.Event()
+    helper = threading.Thread(target=job.during, args=(tmp_path, stop), daemon=True) if job.during else None
+    if helper:
+        helper.start()
+    try:
+        res = submit(job.script, [fill(a) for a in job.args], tmp_path, job.sbatch,
+                     {k: fill(v) for k, v in job.env.items()})
+        if res.returncode != 0:
+            res.fail("job %s failed" % job.script)
+        job.check(res)
+    finally:
+        stop.set()
+        if helper:
+            helper.join(timeout=60)
 
 
 @pytest.mark.timeout(TIMEOUT)
