@@ -31,6 +31,7 @@ from ..contact.store import NCOLS, ContactBatch
 from ..domain import Domain
 from ..errors import InputError
 from ..particles import FIELDS
+from .frames import collective_transfer, write_slab
 
 VERSION = 1
 CHUNK = 1 << 20                     # rows read at a time on restart
@@ -43,8 +44,8 @@ def _write_rows(group, name, local, comm):
     offset = comm.exscan(n) or 0
     total = comm.allreduce(n)
     dset = group.create_dataset(name, shape=(total,) + local.shape[1:], dtype=local.dtype)
-    with dset.collective:
-        dset[offset:offset + n] = local
+    if total:
+        write_slab(dset, offset, local, collective_transfer())
     return dset
 
 

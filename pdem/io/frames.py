@@ -59,6 +59,30 @@ def _positive_int(name, value):
     return value
 
 
+
+def collective_transfer(collective=True):
+    """Dataset transfer property list for MPI-IO (collective or independent)."""
+    dxpl = h5p.create(h5p.DATASET_XFER)
+    dxpl.set_dxpl_mpio(h5fd.MPIO_COLLECTIVE if collective else h5fd.MPIO_INDEPENDENT)
+    return dxpl
+
+
+def write_slab(dset, start, rows, dxpl):
+    """Write rows at [start, start + len(rows)) of dset's first axis. A rank with no
+    rows still takes part in a collective transfer, with an empty selection (h5py's
+    `dset[a:b] = x` skips empty writes, which would leave the other ranks waiting)."""
+    fspace = dset.id.get_space()
+    if rows.size:
+        fspace.select_hyperslab((start,) + (0,) * (rows.ndim - 1), rows.shape)
+        mspace = h5s.create_simple(rows.shape)
+    else:
+        fspace.select_none()
+        rows = np.zeros(1, rows.dtype)
+        mspace = h5s.create_simple((1,))
+        mspace.select_none()
+    dset.id.write(mspace, fspace, np.ascontiguousarray(rows), dxpl=dxpl)
+
+
 class ResultFile:
     """HDF5 result file of `sim` at `path` (collective; created, or truncated).
 
@@ -95,9 +119,7 @@ class ResultFile:
         clock = time.perf_counter()
         if h5py.get_config().mpi:
             self.h5 = h5py.File(self.path, "w", driver="mpio", comm=self.comm)
-            self._dxpl = h5p.create(h5p.DATASET_XFER)
-            self._dxpl.set_dxpl_mpio(h5fd.MPIO_COLLECTIVE if collective
-                                     else h5fd.MPIO_INDEPENDENT)
+            self._dxpl = collective_transfer(collective)
         elif self.comm.size == 1:
             self.h5, self._dxpl = h5py.File(self.path, "w"), None
         else:
@@ -132,17 +154,7 @@ class ResultFile:
         return dset
 
     def _write(self, dset, start, rows):
-        """Write rows at [start, start + len(rows)) of dset's first axis."""
-        fspace = dset.id.get_space()
-        if rows.size:
-            fspace.select_hyperslab((start,) + (0,) * (rows.ndim - 1), rows.shape)
-            mspace = h5s.create_simple(rows.shape)
-        else:                              # take part in the collective, write nothing
-            fspace.select_none()
-            rows = np.zeros(1, rows.dtype)
-            mspace = h5s.create_simple((1,))
-            mspace.select_none()
-        dset.id.write(mspace, fspace, rows, dxpl=self._dxpl)
+        write_slab(dset, start, rows, self._dxpl)
 
     def _offsets(self, counts):
         """(start, total) per entry of `counts` (local row counts): Exscan + Allreduce."""

@@ -7,7 +7,7 @@ import pytest
 from mpi4py import MPI
 
 import pdem
-from scenes import assert_same_state, sheared_box, state
+from scenes import assert_same_state, corner_pile, sheared_box, state
 
 N = 600
 
@@ -65,4 +65,22 @@ def test_signal_on_one_rank_checkpoints_every_rank(shared_dir):
     assert sim.step_count == N                        # stopped at the end of that step
     resumed = pdem.restart(path, comm=comm)
     resumed.run(steps=N)
+    assert_same_state(state(resumed), reference)
+
+
+@pytest.mark.mpi(min_size=1)
+def test_checkpoint_with_ranks_that_own_nothing(shared_dir):
+    """Ranks with no particles or no contacts take part in every collective write."""
+    comm = MPI.COMM_WORLD
+    whole = corner_pile(comm, balance=None)
+    whole.run(steps=400)
+    reference = state(whole)
+    first = corner_pile(comm, balance=None)
+    first.run(steps=200)
+    if comm.size > 1:
+        assert min(comm.allgather(first.n_local)) == 0
+    path = os.path.join(shared_dir, "pile.h5")
+    first.checkpoint(path)
+    resumed = pdem.restart(path, comm=comm)
+    resumed.run(steps=200)
     assert_same_state(state(resumed), reference)
