@@ -531,11 +531,16 @@ def main(argv=None):
         r.pop("initial_pos", None)
     result["pdem_all"] = pd_runs
     result["lammps_all"] = lm_runs
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(result, fh, indent=2, default=float)
-        print("results written to %s" % args.json)
+    save_json(args.json, result)
     return result
+
+
+def save_json(path, result):
+    """Write the result dict to `path` (when given)."""
+    if path:
+        with open(path, "w") as fh:
+            json.dump(result, fh, indent=2, default=float)
+        print("results written to %s" % path)
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ import numpy as np  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bed_vs_lammps import (RADIUS, SKIN, find_lammps, fmt_phases, load_average,  # noqa: E402
+from bed_vs_lammps import (RADIUS, SKIN, find_lammps, fmt_phases, load_average, save_json,  # noqa: E402
                            make_sim, pdem_fingerprint, run_lammps, settle, write_data)
 
 PHASES = ("neighbor", "comm", "contact", "integrate", "output")
@@ -488,10 +488,7 @@ def main(argv=None):
         for r in v:
             r.pop("final_pos", None)
     result["runs"] = {"%s_np%d" % k: v for k, v in runs.items()}
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(result, fh, indent=2, default=float)
-        print("results written to %s" % args.json)
+    save_json(args.json, result)
     return result
 
 

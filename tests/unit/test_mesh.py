@@ -5,8 +5,8 @@ import struct
 import numpy as np
 import pytest
 
-import pdem
 from pdem.contact.mesh import Mesh
+from test_bad_input import input_error
 
 # unit cube, quads seen from outside counter-clockwise (outward normals)
 CUBE_V = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0],
@@ -29,14 +29,6 @@ def flat_grid(n, z=0.0):
     return V, np.array(F)
 
 
-def input_error(func, *must_contain):
-    with pytest.raises(pdem.InputError) as info:
-        func()
-    msg = str(info.value)
-    assert "\n" not in msg, msg
-    for s in must_contain:
-        assert s in msg, (s, msg)
-    return msg
 
 
 def check_cube(m):
