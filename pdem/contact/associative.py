@@ -17,8 +17,17 @@ centred over a shared edge or vertex of a flat wall) are ordered by facet index,
 choice is deterministic and independent of the candidate order.
 
 This is the pure rule over the few candidates of one ball, in Python; the batch kernel
-will apply the same rule per ball. "Full" mode (sliver and wedge check), continuity of
-contact state and proximity contacts build on its output.
+will apply the same rule per ball. Continuity of contact state and proximity contacts
+build on its output.
+
+"Full" mode (`resolve_full`) adds the seed's sliver and wedge check (Figure 8): after the
+associative logic, an active contact whose segment from the ball centre to its wall
+contact point crosses another facet with an active contact is deactivated; the contact
+with the largest overlap is kept. "A facet with an active contact" is read as a facet of
+another linked set whose active contact survives: a facet a segment crosses is nearer
+the centre than the segment's end, so it overlaps more than the crossing contact and is
+itself a candidate with positive overlap, but it may be an inactive member of its set
+(a face split in two triangles, the active contact on one, the crossing on the other).
 """
 import numpy as np
 
@@ -79,3 +88,68 @@ def resolve_reduced(facet, overlap, region, mesh):
         leader[k] = first.setdefault(root(k), k)
     active = leader == np.arange(m)
     return active, leader
+
+
+def resolve_full(facet, overlap, region, points, centre, mesh):
+    """Active contacts among the candidate facets of one ball, "full" mode: the
+    associative logic of `resolve_reduced`, then the sliver and wedge check.
+
+    points (m, 3) wall contact points of the candidates, centre (3,) the ball centre
+    (the other arguments as in resolve_reduced; facet vertices from mesh.vertices).
+    Active contacts are checked in order of decreasing overlap (ties by facet index);
+    one whose segment centre -> wall contact point crosses (closed triangle, ends
+    excluded) a facet of another linked set with a still active contact is
+    deactivated, and its set joins that set: its members' leader becomes that set's
+    active contact.
+
+    Returns (active (m,) bool, leader (m,) int) as resolve_reduced.
+    """
+    facet = np.asarray(facet, dtype=np.int64).reshape(-1)
+    overlap = np.asarray(overlap, dtype=np.float64).reshape(-1)
+    active, leader = resolve_reduced(facet, overlap, region, mesh)
+    m = len(facet)
+    points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    centre = np.asarray(centre, dtype=np.float64).reshape(3)
+    if len(points) != m:
+        raise InputError("resolve_full: points must have one row per candidate, got %d "
+                         "for %d candidates" % (len(points), m))
+    if active.sum() < 2:
+        return active, leader
+    pos = np.flatnonzero(leader >= 0)            # candidates with positive overlap
+    tri = mesh.vertices[mesh.facets[facet[pos]]]
+    order = np.lexsort((facet, -overlap))
+    for k in order:
+        if not overlap[k] > 0.0:
+            break
+        if not active[k]:
+            continue
+        other = active[leader[pos]] & (leader[pos] != leader[k])
+        if not other.any():
+            continue
+        hit = segment_crosses_triangles(centre, points[k], tri[other])
+        if hit.any():
+            j = pos[other][np.flatnonzero(hit)[0]]
+            active[k] = False
+            leader[leader == leader[k]] = leader[j]
+    return active, leader
+
+
+def segment_crosses_triangles(a, b, tri, tol=1e-12):
+    """Whether the segment a -> b crosses each triangle tri (n, 3, 3): the crossing
+    point lies at a segment parameter strictly between tol and 1 - tol and inside the
+    closed triangle (barycentric weights >= -tol). A segment parallel to a triangle's
+    plane does not cross it (Moeller-Trumbore)."""
+    d = b - a
+    e1 = tri[:, 1] - tri[:, 0]
+    e2 = tri[:, 2] - tri[:, 0]
+    p = np.cross(d, e2)
+    det = np.einsum("ij,ij->i", e1, p)
+    scale = np.linalg.norm(d) * np.linalg.norm(e1, axis=1) * np.linalg.norm(e2, axis=1)
+    ok = np.abs(det) > 1e-14 * scale
+    inv = np.where(ok, 1.0 / np.where(ok, det, 1.0), 0.0)
+    s = a - tri[:, 0]
+    u = np.einsum("ij,ij->i", s, p) * inv
+    q = np.cross(s, e1)
+    v = (q @ d) * inv
+    t = np.einsum("ij,ij->i", e2, q) * inv
+    return ok & (u >= -tol) & (v >= -tol) & (u + v <= 1.0 + tol) & (t > tol) & (t < 1.0 - tol)

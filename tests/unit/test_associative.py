@@ -7,7 +7,7 @@ import pytest
 
 import pdem
 from pdem._kernels.facets import closest_points
-from pdem.contact.associative import resolve_reduced
+from pdem.contact.associative import resolve_full, resolve_reduced, segment_crosses_triangles
 from pdem.contact.mesh import Mesh
 
 
@@ -132,3 +132,76 @@ def test_bad_candidates():
         resolve_reduced([1, 1], [0.1, 0.1], [0, 0], mesh)
     with pytest.raises(pdem.InputError, match="same length"):
         resolve_reduced([1, 2], [0.1], [0, 0], mesh)
+
+
+# ------------------------------------------------------------------ full mode
+def folded_sheet(n_sheets, gap=0.05):
+    """Sheets folded in a zig-zag (xz profile (0, 0), (gap, 1), (2 gap, 0), ...), extruded
+    along y in [-1, 1], each sheet two triangles: 2 sheets make a sliver (a thin fin),
+    3 a folded wedge (seed Figure 8)."""
+    prof = [(k * gap, float(k % 2)) for k in range(n_sheets + 1)]
+    V = [(x, y, z) for x, z in prof for y in (-1.0, 1.0)]
+    F = []
+    for k in range(n_sheets):
+        a, b, c, d = 2 * k, 2 * k + 1, 2 * k + 3, 2 * k + 2     # (k,-1) (k,1) (k+1,1) (k+1,-1)
+        F += [(a, b, c), (a, c, d)]
+    return Mesh(np.array(V), np.array(F))
+
+
+def contacts_full(mesh, centre, radius):
+    facet = np.arange(mesh.n_facets)
+    q, d, region, _ = closest_points(np.repeat([centre], len(facet), axis=0),
+                                     facet.astype(np.int32), mesh.vertices, mesh.facets)
+    overlap = radius - d
+    reduced, _ = resolve_reduced(facet, overlap, region, mesh)
+    active, leader = resolve_full(facet, overlap, region, q, centre, mesh)
+    return facet, overlap, region, reduced, active, leader
+
+
+@pytest.mark.parametrize("n_sheets, centre", [(2, (-0.3, 0.3, 0.5)), (3, (-0.3, 0.3, 0.5)),
+                                              (3, (-0.3, -0.6, 0.4))])
+def test_sliver_and_wedge_full_mode_one_active_contact(n_sheets, centre):
+    mesh = folded_sheet(n_sheets)
+    facet, overlap, region, reduced, active, leader = contacts_full(mesh, centre, 0.6)
+    sheet_of = facet // 2
+    assert len(np.unique(sheet_of[overlap > 0])) == n_sheets       # the ball overlaps all
+    assert reduced.sum() == n_sheets                               # reduced: no links
+    assert active.sum() == 1                                       # full: one
+    k = np.flatnonzero(active)[0]
+    assert sheet_of[k] == 0 and overlap[k] == overlap.max()        # the largest overlap
+    assert np.all(leader[overlap > 0] == k) and np.all(leader[overlap <= 0] == -1)
+    # independent of the candidates' order
+    perm = np.random.default_rng(4).permutation(len(facet))
+    q, d, region_p, _ = closest_points(np.repeat([centre], len(facet), axis=0),
+                                       perm.astype(np.int32), mesh.vertices, mesh.facets)
+    active_p, _ = resolve_full(perm, 0.6 - d, region_p, q, centre, mesh)
+    assert perm[active_p].tolist() == [facet[k]]
+
+
+def test_full_mode_keeps_legitimate_contacts():
+    """No segment crosses another facet: full mode = reduced mode (a flat wall, a large
+    ball on many facets, the concave corner's two contacts, a small ball on
+    the sliver and on the wedge's top fold)."""
+    corner = Mesh(np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0], [0, 0, 1],
+                            [0, 1, 1]], float), [[0, 1, 2], [0, 2, 3], [0, 3, 5], [0, 5, 4]])
+    cases = [(flat_grid(4), (0.5, 0.5, 0.09), 0.1), (flat_grid(8), (0.43, 0.61, 0.4), 0.5),
+             (corner, (0.09, 0.5, 0.09), 0.1), (folded_sheet(2), (-0.1, 0.3, 0.5), 0.15),
+             (folded_sheet(3), (0.05, 0.2, 1.05), 0.2)]
+    for mesh, centre, R in cases:
+        facet, overlap, region, reduced, active, leader = contacts_full(mesh, centre, R)
+        assert (overlap > 0).any()
+        assert active.tolist() == reduced.tolist()
+    assert contacts_full(corner, (0.09, 0.5, 0.09), 0.1)[4].sum() == 2
+
+
+def test_segment_crosses_triangles():
+    tri = np.array([[[0, 0, 0], [1, 0, 0], [0, 1, 0]]], float)
+    a = np.array([0.2, 0.2, 1.0])
+    assert segment_crosses_triangles(a, np.array([0.2, 0.2, -1.0]), tri)[0]
+    assert not segment_crosses_triangles(a, np.array([0.2, 0.2, 0.5]), tri)[0]   # short
+    assert not segment_crosses_triangles(a, np.array([0.2, 0.2, 0.0]), tri)[0]   # ends on it
+    assert not segment_crosses_triangles(a, np.array([0.9, 0.9, -1.0]), tri)[0]  # misses
+    assert segment_crosses_triangles(np.array([0.5, 0.5, 1.0]), np.array([0.5, 0.5, -1.0]),
+                                     tri)[0]                                    # on an edge
+    assert not segment_crosses_triangles(np.array([-1, 0.2, 0.0]), np.array([2, 0.2, 0.0]),
+                                         tri)[0]                                # in its plane
