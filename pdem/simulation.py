@@ -347,8 +347,8 @@ class Simulation:
     def _verify_ids(self):
         """Debug check: the owned ids of all ranks are exactly the live ids."""
         ids = self._allgather({"id": self.store.id[:self.store.n_own]})["id"]
-        ids.sort()
-        if len(ids) != len(self._ids) or np.any(ids != np.sort(self._ids)):
+        ids.sort()                  # self._ids is sorted: ids are appended ascending
+        if len(ids) != len(self._ids) or np.any(ids != self._ids):
             lost = np.setdiff1d(self._ids, ids)
             dup = ids[1:][ids[1:] == ids[:-1]]
             raise SimulationError("step %d: particle ids not preserved: %d expected, %d found, "

@@ -36,6 +36,13 @@ cdef enum:
     REGION_VERTEX_C = 6
 
 
+cdef inline int _found(int region, v3 point, double a, double b, double c, v3* q,
+                       double* wa, double* wb, double* wc) noexcept nogil:
+    """Store the closest point and its barycentric weights; return the region."""
+    q[0] = point; wa[0] = a; wb[0] = b; wc[0] = c
+    return region
+
+
 cdef inline int tri_closest(v3 p, v3 a, v3 b, v3 c, v3* q, double* wa, double* wb,
                             double* wc) noexcept nogil:
     cdef v3 ab = vsub(b, a), ac = vsub(c, a)
@@ -45,35 +52,30 @@ cdef inline int tri_closest(v3 p, v3 a, v3 b, v3 c, v3* q, double* wa, double* w
     d1 = vdot(ab, ap)
     d2 = vdot(ac, ap)
     if d1 <= 0.0 and d2 <= 0.0:
-        q[0] = a; wa[0] = 1.0; wb[0] = 0.0; wc[0] = 0.0
-        return REGION_VERTEX_A
+        return _found(REGION_VERTEX_A, a, 1.0, 0.0, 0.0, q, wa, wb, wc)
     bp = vsub(p, b)
     d3 = vdot(ab, bp)
     d4 = vdot(ac, bp)
     if d3 >= 0.0 and d4 <= d3:
-        q[0] = b; wa[0] = 0.0; wb[0] = 1.0; wc[0] = 0.0
-        return REGION_VERTEX_B
+        return _found(REGION_VERTEX_B, b, 0.0, 1.0, 0.0, q, wa, wb, wc)
     vc = vdot(n, vcross(vsub(a, p), vneg(bp)))
     if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
         s = d1 / (d1 - d3)
-        q[0] = vadd(a, vscale(ab, s)); wa[0] = 1.0 - s; wb[0] = s; wc[0] = 0.0
-        return REGION_EDGE_AB
+        return _found(REGION_EDGE_AB, vadd(a, vscale(ab, s)), 1.0 - s, s, 0.0, q, wa, wb, wc)
     cp = vsub(p, c)
     d5 = vdot(ab, cp)
     d6 = vdot(ac, cp)
     if d6 >= 0.0 and d5 <= d6:
-        q[0] = c; wa[0] = 0.0; wb[0] = 0.0; wc[0] = 1.0
-        return REGION_VERTEX_C
+        return _found(REGION_VERTEX_C, c, 0.0, 0.0, 1.0, q, wa, wb, wc)
     vb = vdot(n, vcross(vneg(cp), vsub(a, p)))
     if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
         s = d2 / (d2 - d6)
-        q[0] = vadd(a, vscale(ac, s)); wa[0] = 1.0 - s; wb[0] = 0.0; wc[0] = s
-        return REGION_EDGE_CA
+        return _found(REGION_EDGE_CA, vadd(a, vscale(ac, s)), 1.0 - s, 0.0, s, q, wa, wb, wc)
     va = vdot(n, vcross(vneg(bp), vneg(cp)))
     if va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
         s = (d4 - d3) / ((d4 - d3) + (d5 - d6))
-        q[0] = vadd(b, vscale(vsub(c, b), s)); wa[0] = 0.0; wb[0] = 1.0 - s; wc[0] = s
-        return REGION_EDGE_BC
+        return _found(REGION_EDGE_BC, vadd(b, vscale(vsub(c, b), s)), 0.0, 1.0 - s, s,
+                      q, wa, wb, wc)
     den = 1.0 / vdot(n, n)
     q[0] = vsub(p, vscale(n, vdot(n, ap) * den))
     wb[0] = vb * den; wc[0] = vc * den; wa[0] = 1.0 - wb[0] - wc[0]

@@ -35,19 +35,23 @@ class ContactBatch:
     def __len__(self):
         return len(self.key)
 
+    @staticmethod
+    def from_rows(key, active, state):
+        """A batch of contact rows without local particle indices (rows read from a
+        checkpoint or received with migrating particles, waiting for carry_from)."""
+        out = ContactBatch(key=key)
+        out.active[:] = active
+        out.state[:] = np.reshape(state, (-1, NCOLS))
+        return out
+
     def rows(self, index):
         """A batch of the rows `index` (key, active, state; local indices dropped)."""
-        out = ContactBatch(key=self.key[index])
-        out.active[:] = self.active[index]
-        out.state[:] = self.state[index]
-        return out
+        return ContactBatch.from_rows(self.key[index], self.active[index], self.state[index])
 
     @staticmethod
     def concat(batches):
-        out = ContactBatch(key=np.concatenate([b.key for b in batches]))
-        out.active[:] = np.concatenate([b.active for b in batches])
-        out.state[:] = np.concatenate([b.state for b in batches])
-        return out
+        return ContactBatch.from_rows(*(np.concatenate([getattr(b, k) for b in batches])
+                                        for k in ("key", "active", "state")))
 
     def carry_from(self, old):
         """Copy the rows of contacts active in `old` whose key is also here."""

@@ -27,11 +27,11 @@ import h5py
 import numpy as np
 from mpi4py import MPI
 
-from ..contact.store import NCOLS, ContactBatch
+from ..contact.store import ContactBatch
 from ..domain import Domain
 from ..errors import InputError
 from ..particles import FIELDS
-from .frames import collective_transfer, write_slab
+from .frames import collective_transfer, row_offsets, write_slab
 
 VERSION = 1
 CHUNK = 1 << 20                     # rows read at a time on restart
@@ -40,9 +40,7 @@ OPTIONS = ("skin", "flags", "lost", "check_timestep", "max_overlap", "balance")
 
 def _write_rows(group, name, local, comm):
     """Collective: dataset `name` holding every rank's rows, in rank order."""
-    n = len(local)
-    offset = comm.exscan(n) or 0
-    total = comm.allreduce(n)
+    (offset,), (total,) = row_offsets(comm, [len(local)])
     dset = group.create_dataset(name, shape=(total,) + local.shape[1:], dtype=local.dtype)
     if total:
         write_slab(dset, offset, local, collective_transfer())
@@ -192,10 +190,8 @@ def read(path, comm=None, threads=None, dims=None):
                 keys.append(key[k])
                 active.append(f[gname + "/active"][start:start + len(key)][k])
                 state.append(f[gname + "/state"][start:start + len(key)][k])
-            batch = ContactBatch(key=np.concatenate(keys) if keys else np.empty(0, np.int64))
-            if len(batch):
-                batch.active[:] = np.concatenate(active)
-                batch.state[:] = np.concatenate(state).reshape(-1, NCOLS)
+            batch = ContactBatch.from_rows(np.concatenate(keys), np.concatenate(active),
+                                           np.concatenate(state)) if keys else ContactBatch()
             batch.i1[:] = -1
             setattr(sim, gname, batch)
         sim._restore(build_pos, dirty=bool(a["dirty"]))

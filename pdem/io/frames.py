@@ -67,6 +67,19 @@ def collective_transfer(collective=True):
     return dxpl
 
 
+def row_offsets(comm, counts):
+    """(start, total) per entry of `counts` (this rank's row counts): where this
+    rank's rows begin in a dataset of all ranks' rows, in rank order, and its length."""
+    local = np.asarray(counts, np.int64)
+    start, total = np.zeros_like(local), local.copy()
+    if comm.size > 1:
+        comm.Exscan(local, start, op=MPI.SUM)
+        if comm.rank == 0:
+            start[:] = 0                   # Exscan leaves rank 0's buffer undefined
+        comm.Allreduce(MPI.IN_PLACE, total, op=MPI.SUM)
+    return start.tolist(), total.tolist()
+
+
 def write_slab(dset, start, rows, dxpl):
     """Write rows at [start, start + len(rows)) of dset's first axis. A rank with no
     rows still takes part in a collective transfer, with an empty selection (h5py's
@@ -156,17 +169,6 @@ class ResultFile:
     def _write(self, dset, start, rows):
         write_slab(dset, start, rows, self._dxpl)
 
-    def _offsets(self, counts):
-        """(start, total) per entry of `counts` (local row counts): Exscan + Allreduce."""
-        local = np.asarray(counts, np.int64)
-        start, total = np.zeros_like(local), local.copy()
-        if self.comm.size > 1:
-            self.comm.Exscan(local, start, op=MPI.SUM)
-            if self.comm.rank == 0:
-                start[:] = 0               # Exscan leaves rank 0's buffer undefined
-            self.comm.Allreduce(MPI.IN_PLACE, total, op=MPI.SUM)
-        return start.tolist(), total.tolist()
-
     def write_frame(self):
         """Write one frame of the current state (collective). Returns its name."""
         self._check_open("write_frame")
@@ -175,7 +177,7 @@ class ResultFile:
         self._flush_series()
         p = sim.particles()
         c = sim.contacts() if self.contact_fields else {"id1": np.empty(0)}
-        (p0, c0), (np_, nc) = self._offsets([len(p["id"]), len(c["id1"])])
+        (p0, c0), (np_, nc) = row_offsets(self.comm, [len(p["id"]), len(c["id1"])])
         name = "%06d" % len(self.frames)
         g = self.h5.create_group("frames/" + name)
         g.attrs["step"], g.attrs["time"] = sim.step_count, sim.time

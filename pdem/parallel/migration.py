@@ -54,8 +54,6 @@ def migrate(comm, own, dest, pairs, walls, owners):
     batches = []
     for kind, old in ((0, pairs), (1, walls)):
         r = rows[rows["kind"] == kind]
-        extra = ContactBatch(key=r["key"])
-        extra.active[:] = r["active"]
-        extra.state[:] = r["state"]
+        extra = ContactBatch.from_rows(r["key"], r["active"], r["state"])
         batches.append(ContactBatch.concat([old.rows(np.flatnonzero(old.active)), extra]))
     return own, batches[0], batches[1]
