@@ -1,4 +1,5 @@
 """pdem: MPI-parallel Discrete Element Method engine (Python + Cython/OpenMP kernels)."""
+from .contact.mesh import Mesh
 from .domain import Domain
 from .errors import InputError, SimulationError
 from .materials import Material
@@ -6,7 +7,7 @@ from .simulation import CheckpointExit, Simulation
 from .threads import openmp_available, thread_count
 
 __version__ = "0.1.0"
-__all__ = ["Domain", "Simulation", "Material", "InputError", "SimulationError",
+__all__ = ["Domain", "Mesh", "Simulation", "Material", "InputError", "SimulationError",
            "CheckpointExit", "restart", "openmp_available", "thread_count"]
 
 

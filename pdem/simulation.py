@@ -4,7 +4,7 @@ The step (ARCHITECTURE.md section 2), written once, in `step`:
   drift (x, q to t)  ->  if any particle on any rank moved > skin/2: wrap, migrate
   particles with their contact rows, build ghosts (six swaps), Verlet lists, carry
   contact state over; else refresh ghosts  ->  contacts (L6Geom + law) for pairs
-  and planes  ->  gather forces per particle in a fixed order  ->  kick (v to
+  planes and faceted walls  ->  gather forces per particle in a fixed order  ->  kick (v to
   t + dt/2)  ->  collective checks (NaN, overlap).
 
 Every rank runs the same script (SPMD): scene set-up calls (materials, planes,
@@ -20,8 +20,9 @@ import warnings
 import numpy as np
 from mpi4py import MPI
 
-from ._kernels import cells, contacts as ck, integrate
+from ._kernels import cells, contacts as ck, facets as fk, integrate
 from .contact.store import ContactBatch
+from .contact.mesh_walls import DEFAULT_CUTOFF_DEGREES, MeshWalls
 from .contact.walls import Planes
 from .domain import Domain
 from .errors import InputError, SimulationError
@@ -36,6 +37,8 @@ from .threads import thread_count
 APPROX = {"mid_normal": 1, "no_renorm_mid_normal": 2, "mid_trsf": 4, "no_renorm_trsf": 8}
 NO_RATCH = 16
 PLANE_BITS = 16                 # wall contact key = particle id << 16 | plane index
+FACET_BITS = 32                 # facet contact key = particle id << 32 | global facet
+MESH_ID1 = -1 - (1 << PLANE_BITS)   # contacts(): id1 of mesh wall w is MESH_ID1 - w
 PHASES = ("neighbor", "comm", "contact", "integrate", "output")
 
 
@@ -125,6 +128,9 @@ class Simulation:
         self.store = ParticleStore()
         self.pairs = ContactBatch()
         self.walls = ContactBatch()
+        self.mesh_walls = MeshWalls()
+        self.facet_rows = ContactBatch()      # ball-facet candidates (pyx/facets.pyx)
+        self._facet_groups = np.zeros(1, np.int64)
         self._owner1 = self._owner2 = np.empty(0, np.int32)
         self._restoring = False      # restarted: first Verlet list still to build
         self._signal = 0             # signal number received (checkpoint_on_signal)
@@ -213,6 +219,25 @@ class Simulation:
         self._dirty = True
         return idx
 
+    def add_mesh_wall(self, mesh, material, mode="reduced", cutoff_angle=DEFAULT_CUTOFF_DEGREES,
+                      velocity=None, angular_velocity=None, reference_point=None,
+                      vertex_velocities=None, name=None):
+        """Add a faceted wall (seed 004); returns the wall index.
+
+        mesh: a pdem.Mesh or a file (STL ascii/binary, OBJ, Gmsh .msh); material: name.
+        mode: "reduced" (associative logic) or "full" (plus the sliver/wedge check);
+        cutoff_angle: Theta in degrees, for contact-state continuity across facets and
+        proximity contacts at concave edges. Motion: rigid (velocity, angular_velocity
+        about reference_point, default the vertex centroid) or deformable
+        (vertex_velocities, one per mesh vertex); change it later through
+        sim.mesh_walls[i].motion.set_velocity(...). Collective: call on every rank."""
+        m = self.materials.get(material)
+        idx = self.mesh_walls.add(mesh, m.index, mode, cutoff_angle, velocity, angular_velocity,
+                                  reference_point, vertex_velocities, name)
+        self._dirty = True
+        self._checked_dt = False
+        return idx
+
     def _local_index(self, ids):
         """Local indices of the particles of `ids` this rank owns; an id owned by no
         rank is an InputError on every rank (collective)."""
@@ -288,6 +313,8 @@ class Simulation:
         moved2 = integrate.drift(st.pos, st.vel, st.angvel, st.orient, since_build, self.dt,
                                  st.n_own, self.threads)
         self.planes.move(self.dt)
+        self.mesh_walls.move(self.dt)
+        moved2 = max(moved2, self.mesh_walls.moved2())    # the same on every rank
         self.time += self.dt
         self.step_count += 1
         t1 = time.perf_counter()
@@ -384,6 +411,7 @@ class Simulation:
                                 table, nmat, self.dt, self.flags, self.walls.active,
                                 self.walls.state, self.threads)
         problem = problem or self._overlap_message(worst, self.walls, particle_pair=False)
+        problem = problem or self._facet_contacts(table, nmat)
         if self.threads == 1:
             ck.scatter(self._owner1, self._owner2, self.pairs.active, self.pairs.state,
                        self.walls.i1, self.walls.active, self.walls.state,
@@ -395,7 +423,37 @@ class Simulation:
             ck.gather(self._pair_start, self._pair_entry, self.pairs.active, self.pairs.state,
                       self._wall_start, self.walls.active, self.walls.state,
                       st.force[:st.n_own], st.torque[:st.n_own], self.threads)
+        fr = self.facet_rows
+        ck.add_wall_forces(fr.i1, fr.active, fr.state, st.force[:st.n_own],
+                           st.torque[:st.n_own])
         return problem
+
+    def _facet_contacts(self, table, nmat):
+        """Ball-facet contacts of the step (pyx/facets.pyx ball_facet); returns a
+        message for an excessive overlap or an unresolvable group."""
+        fr, mw, st = self.facet_rows, self.mesh_walls, self.store
+        if len(fr) == 0:
+            return None
+        ratio, k, crowded = fk.ball_facet(
+            self._facet_groups, fr.i1, fr.i2, st.pos, st.vel, st.angvel, st.radius, st.mass,
+            st.material, mw.vertices, mw.facets, mw.normals, mw.facet_wall, mw.facet_edges,
+            mw.edge_facets, mw.vertex_facet_ptr, mw.vertex_facet_idx, mw.side_off,
+            mw.wall_material, mw.wall_cos_theta, mw.wall_full, mw.wall_rigid, mw.wall_v,
+            mw.wall_w, mw.wall_ref, mw.vertex_vel, table, nmat, self.dt, self.flags, fr.active,
+            fr.state, self._facet_foot, self._facet_holder, self.threads)
+        if crowded >= 0:
+            end = self._facet_groups[np.searchsorted(self._facet_groups, crowded, "right")]
+            return ("step %d: particle id %d is within the skin of %d facets of mesh wall %d "
+                    "(at most %d): the mesh is too fine for this ball size or the skin too "
+                    "large" % (self.step_count, st.id[fr.i1[crowded]], end - crowded,
+                               mw.facet_wall[fr.i2[crowded]], 256))
+        if k >= 0 and not (ratio <= self.max_overlap):
+            return ("step %d (t=%.6g): overlap of particle %d and mesh wall %d (facet %d) is "
+                    "%.3g of its radius (limit max_overlap=%g): time step too large or "
+                    "stiffness too low" % (self.step_count, self.time, st.id[fr.i1[k]],
+                                           mw.facet_wall[fr.i2[k]], fr.i2[k], ratio,
+                                           self.max_overlap))
+        return None
 
     def _overlap_message(self, worst, batch, particle_pair):
         ratio, k = worst
@@ -438,18 +496,19 @@ class Simulation:
                 raise InputError("domain length %g on periodic axis %d is below twice the pair "
                                  "range 2 * (2 r_max + skin) = %g" % (dom.length[axis], axis, 2 * cutoff))
         dec.check_thickness(cutoff)
-        old_pairs, old_walls = self.pairs, self.walls
+        old_pairs, old_walls, old_facets = self.pairs, self.walls, self.facet_rows
         if self.size > 1:
             if self.balance is not None and self._imbalance(len(own["id"])) > self.balance:
                 dec.balance(own["pos"], cutoff)
                 self.n_balances += 1
-            owners = (self._owner1, self._owner2, self.walls.i1)
+            owners = ((self._owner1, self._owner2), (self.walls.i1,), (self.facet_rows.i1,))
             if new_index is not None:              # removed particles leave their contacts
-                owners = tuple(np.where(o >= 0, new_index[o], -1) for o in owners)
+                owners = tuple(tuple(np.where(o >= 0, new_index[o], -1) for o in group)
+                               for group in owners)
             dest = dec.owner(own["pos"])
             self.n_migrated += int(np.count_nonzero(dest != self.rank))
-            own, old_pairs, old_walls = migrate(self.comm, own, dest, self.pairs, self.walls,
-                                                owners)
+            own, (old_pairs, old_walls, old_facets) = migrate(
+                self.comm, own, dest, (self.pairs, self.walls, self.facet_rows), owners)
         own = self._spatial_order(own)
         build_pos = own.pop("build_pos", None)
         own["image"][:] = 0
@@ -485,9 +544,36 @@ class Simulation:
         self.walls = walls
         self._wall_start = np.zeros(n_own + 1, np.int64)
         np.cumsum(np.bincount(walls.i1, minlength=n_own), out=self._wall_start[1:])
+        self._build_facet_rows(n_own, old_facets, list_skin, cutoff)
         self._build_pos = build_pos if restore else st.pos[:n_own].copy()
         self._dirty = self._restoring = False
         self.n_rebuilds += 0 if restore else 1
+
+    def _build_facet_rows(self, n_own, old, list_skin, cutoff):
+        """Ball-facet candidates of owned particles, sorted by (particle id, facet), and
+        the (particle, wall) groups of consecutive rows. Only the facets whose box,
+        enlarged by the skin, overlaps this rank's subdomain plus ghost region are
+        searched."""
+        st, mw = self.store, self.mesh_walls
+        if len(mw) == 0:
+            self.facet_rows = ContactBatch()
+            self._facet_groups = np.zeros(1, np.int64)
+            return
+        local = mw.local_facets(self.dec.lo - cutoff, self.dec.hi + cutoff, list_skin)
+        p, f = fk.facet_candidates(st.pos, st.radius, n_own, mw.vertices, mw.facets, local,
+                                   list_skin)
+        key = (st.id[p].astype(np.int64) << FACET_BITS) | f
+        order = np.argsort(key, kind="stable")
+        rows = ContactBatch(p[order], f[order], key[order])
+        rows.carry_from(old)
+        self.facet_rows = rows
+        wall = mw.facet_wall[rows.i2]
+        new = np.ones(len(rows), bool)
+        new[1:] = (rows.i1[1:] != rows.i1[:-1]) | (wall[1:] != wall[:-1])
+        self._facet_groups = np.r_[np.flatnonzero(new), len(rows)].astype(np.int64)
+        self._facet_holder = np.full(len(rows), -1, np.int32)
+        self._facet_foot = np.zeros((len(rows), 3))
+        mw.mark_built()
 
     # ---------------------------------------------------------------- checkpoints
     def checkpoint(self, path):
@@ -528,6 +614,7 @@ class Simulation:
         self._owner1, self._owner2 = (self._owned_index(self.pairs.key // width, ids),
                                       self._owned_index(self.pairs.key % width, ids))
         self.walls.i1[:] = self._owned_index(self.walls.key >> PLANE_BITS, ids)
+        self.facet_rows.i1[:] = self._owned_index(self.facet_rows.key >> FACET_BITS, ids)
         self._dirty = dirty
         self._restoring = not dirty
         self._build_pos = build_pos
@@ -674,7 +761,9 @@ class Simulation:
     def contacts(self, gather=False):
         """Active contacts whose particle 1 this rank owns (each contact on exactly one
         rank; gather=True: all, on every rank; collective): particle pairs, then plane
-        contacts (id1 = -1 - plane index), each group sorted by (id1, id2). force and
+        contacts (id1 = -1 - plane index), then mesh wall contacts (id1 = MESH_ID1 -
+        wall index = -65537 - wall index; one per linked set or proximity contact of
+        seed 004), each group sorted by (id1, id2). force and
         torque act on particle id2; u, phi, u0, phi0 are the L6Geom generalized
         displacements and shifted origins (local coordinates, u_x < 0 in overlap);
         normal is the local x axis; point is global."""
@@ -698,6 +787,17 @@ class Simulation:
             out["force"].append(batch.force[a]); out["torque"].append(batch.torque2[a])
             for k in ("u", "phi", "u0", "phi0"):
                 out[k].append(getattr(batch, k)[a])
+        fr = self.facet_rows
+        a = np.flatnonzero(fr.active)
+        normal, un = fr.T[a, :3], fr.u[a, 0]
+        out["id1"].append(MESH_ID1 - self.mesh_walls.facet_wall[fr.i2[a]].astype(np.int64))
+        out["id2"].append(st.id[fr.i1[a]])
+        out["point"].append(self._facet_foot[a] + normal * (0.5 * un)[:, None] if len(a) else
+                            np.zeros((0, 3)))
+        out["normal"].append(normal); out["overlap"].append(-un)
+        out["force"].append(fr.force[a]); out["torque"].append(fr.torque2[a])
+        for k in ("u", "phi", "u0", "phi0"):
+            out[k].append(getattr(fr, k)[a])
         out = {k: np.concatenate(v) for k, v in out.items()}
         if gather:
             out = self._allgather(out)
@@ -712,6 +812,27 @@ class Simulation:
         a = np.flatnonzero(self.walls.active)
         np.add.at(f, self.walls.i2[a], -self.walls.force[a])
         return self._sum(f)
+
+    def mesh_wall_forces(self):
+        """Force and moment ON each mesh wall, {"force": (n_walls, 3), "moment":
+        (n_walls, 3)}: minus the sums of its contacts' forces on the particles and of
+        their moments about the wall's reference point W_r (seed 004). Collective; the
+        contact rows of all ranks are summed in key order, so the result has the same
+        bits on any number of ranks."""
+        fr, st, mw = self.facet_rows, self.store, self.mesh_walls
+        a = np.flatnonzero(fr.active)
+        wall = mw.facet_wall[fr.i2[a]]
+        f = fr.force[a]
+        arm = st.pos[fr.i1[a]] - mw.reference_points()[wall]
+        rows = self._allgather({"key": fr.key[a], "wall": wall, "force": -f,
+                                "moment": -(np.cross(arm, f) + fr.torque2[a])})
+        order = np.argsort(rows["key"], kind="stable")
+        out = {"force": np.zeros((len(mw), 3)), "moment": np.zeros((len(mw), 3))}
+        for w in range(len(mw)):
+            mine = order[rows["wall"][order] == w]
+            for k in out:
+                out[k][w] = np.sum(rows[k][mine], axis=0)
+        return out
 
     def _sum(self, a):
         if self.size > 1:
@@ -753,10 +874,11 @@ class Simulation:
 
     @property
     def n_contacts(self):
-        """Number of active contacts (particle pairs and plane contacts) on all ranks
+        """Number of active contacts (particle pairs, plane and mesh wall contacts) on all ranks
         (collective)."""
         pairs = np.count_nonzero(self.pairs.active[self._owner1 >= 0]) if len(self.pairs) else 0
-        local = np.array([pairs + np.count_nonzero(self.walls.active)], np.int64)
+        local = np.array([pairs + np.count_nonzero(self.walls.active)
+                          + np.count_nonzero(self.facet_rows.active)], np.int64)
         return int(self._sum(local)[0])
 
     @property

@@ -18,24 +18,12 @@ from cython.parallel cimport prange, threadid
 from libc.math cimport sqrt, isfinite
 from vecmath cimport v3, m33, V, vld, vst, mld, mst, vadd, vsub, vscale, vneg, vdot, \
     vcross, mtdot
-from l6geom cimport l6_form, l6_update, l6_branches
+from contact_row cimport *
 from laws cimport law_eval, P_NCOLS, P_NORMAL, P_KN0, P_KN1, P_KT_RATIO, P_GAMMA_N, \
     P_ZETA, P_CT_RATIO, P_ESTAR, P_GSTAR, P_MU, P_ROLL_K, P_ROLL_MU, P_TWIST_K, P_TWIST_MU, \
     P_LIMIT_DAMPING
 from omp cimport pdem_omp_max_threads, pdem_omp_available
 import numpy as np
-
-# One row of 30 doubles per contact: L6Geom state then kernel outputs.
-cdef enum:
-    S_T = 0           # local axes by rows (9)
-    S_U = 9           # u (3), u_x < 0 in overlap
-    S_PHI = 12        # phi (3)
-    S_U0 = 15         # shifted origin of u (3): plastic slip
-    S_PHI0 = 18       # shifted origin of phi (3)
-    S_FORCE = 21      # force on particle 2, global (3)
-    S_TORQUE1 = 24    # torque on particle 1 (3)
-    S_TORQUE2 = 27    # torque on particle 2 (3)
-    S_NCOLS = 30
 
 
 def state_columns():
@@ -51,33 +39,6 @@ def openmp_available():
 
 def openmp_max_threads():
     return pdem_omp_max_threads()
-
-
-cdef inline void contact_update(v3 c, v3 n, double un, v3 x2, v3 v1, v3 v2, v3 w1, v3 w2,
-                                double r1, double r2, double meff, double reff, const double* P,
-                                double dt, int flags, signed char* active,
-                                double* row) noexcept nogil:
-    """One contact of any shape pair, given its directly computed c, n, u_n (seed 000):
-    L6Geom formation or update, the pair's law, then force on 2 and torques on 1 and 2
-    in global coordinates. State is read and written through row pointers."""
-    cdef m33 T
-    cdef v3 u, phi, u0, phi0, udot, phidot, f_loc, m_loc, b1, b2, F, M
-    u = vld(row + S_U); phi = vld(row + S_PHI); u0 = vld(row + S_U0); phi0 = vld(row + S_PHI0)
-    if active[0] == 0:
-        active[0] = 1
-        l6_form(n, un, &T, &u, &phi, &u0, &phi0, &udot, &phidot)
-    else:
-        T = mld(row + S_T)
-        l6_update(c, n, un, x2, v1, v2, w1, w2, r1, r2, dt, flags, &T, &u, &phi, &udot, &phidot)
-    law_eval(P, meff, reff, u, phi, &u0, &phi0, udot, phidot, &f_loc, &m_loc)
-    l6_branches(c, n, x2, r1, r2, flags, &b1, &b2)
-    F = mtdot(T, f_loc)
-    M = mtdot(T, m_loc)
-    vst(row + S_FORCE, F)
-    vst(row + S_TORQUE2, vadd(vcross(b2, F), M))
-    vst(row + S_TORQUE1, vsub(vcross(b1, vneg(F)), M))
-    mst(row + S_T, T)
-    vst(row + S_U, u); vst(row + S_PHI, phi); vst(row + S_U0, u0); vst(row + S_PHI0, phi0)
 
 
 @cython.boundscheck(False)
@@ -259,14 +220,32 @@ def scatter(const int[::1] owner1, const int[::1] owner2, const signed char[::1]
                 for d in range(3):
                     f_out[p, d] = f_out[p, d] + 1.0 * row[S_FORCE + d]
                     t_out[p, d] = t_out[p, d] + row[S_TORQUE2 + d]
-        for k in range(wall_active.shape[0]):
-            if wall_active[k] == 0:
-                continue
-            row = &wall_state[k, 0]
-            p = wall_owner[k]
-            for d in range(3):
-                f_out[p, d] = f_out[p, d] + row[S_FORCE + d]
-                t_out[p, d] = t_out[p, d] + row[S_TORQUE2 + d]
+        _add_wall_rows(wall_owner, wall_active, wall_state, f_out, t_out)
+
+
+cdef void _add_wall_rows(const int[::1] owner, const signed char[::1] active,
+                         const double[:, ::1] state, double[:, ::1] f_out,
+                         double[:, ::1] t_out) noexcept nogil:
+    """Add the active wall contact rows (particle = body 2) to their particles, in row
+    order (rows are sorted by particle, then wall: a fixed order on any rank count)."""
+    cdef Py_ssize_t k, d
+    cdef int p
+    for k in range(active.shape[0]):
+        if active[k] == 0:
+            continue
+        p = owner[k]
+        for d in range(3):
+            f_out[p, d] = f_out[p, d] + state[k, S_FORCE + d]
+            t_out[p, d] = t_out[p, d] + state[k, S_TORQUE2 + d]
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def add_wall_forces(const int[::1] owner, const signed char[::1] active,
+                    const double[:, ::1] state, double[:, ::1] f_out, double[:, ::1] t_out):
+    """Add a further batch of wall contacts (faceted walls) after scatter/gather."""
+    with nogil:
+        _add_wall_rows(owner, active, state, f_out, t_out)
 
 
 @cython.boundscheck(False)

@@ -11,7 +11,8 @@ facet_index (n,) int32, into a wall's vertices (nv, 3) float64 and facets (nf, 3
 (n,), region (n,) int32, barycentric weights (n, 3). Each query is independent, so the
 static prange gives the same bits for any thread count.
 """
-from cython.parallel cimport prange
+cimport cython
+from cython.parallel cimport prange, threadid
 from libc.math cimport sqrt
 from vecmath cimport v3, vld, vst, vsub, vdot
 from trigeom cimport tri_closest
@@ -66,3 +67,484 @@ def closest_points(centres, facet_index, vertices, facets, int threads=1):
         dist[k] = one_query(vld(&x[k, 0]), vld(&vert[fac[f, 0], 0]), vld(&vert[fac[f, 1], 0]),
                             vld(&vert[fac[f, 2], 0]), &points[k, 0], &region[k], &bary[k, 0])
     return points_np, dist_np, region_np, bary_np
+
+
+# --------------------------------------------------------------------------------------
+# Ball-facet contacts of faceted walls, one step (seed 004, "Faceted Wall Contact
+# Resolution", "Continuity of Contact-State Information", "... at Concave Edges").
+#
+# Rows are the candidate (ball, facet) pairs of the Verlet list, sorted by (ball id,
+# facet); the rows of one ball and one wall form a group (group_start). Per group:
+#  1. wall contact point WP = closest point of the facet, its region, d = |x - WP|,
+#     overlap U = R - d; a ball on an inactive side of a facet does not see it;
+#  2. associative logic (pdem/contact/associative.py states the rules): links through
+#     shared edges/vertices between contacts with U > 0, processed in decreasing U
+#     (ties: facet index); the largest U of a linked set is its active contact;
+#  3. "full" mode: the sliver/wedge check (resolve_full);
+#  4. proximity contacts: active contacts whose facet normals differ by less than the
+#     wall's cutoff angle Theta are combined; once combined, linked sets with a
+#     positive-overlap member on a facet adjacent (sharing a vertex) to a facet of the
+#     proximity contact whose normal differs from it by less than Theta join it. A
+#     proximity contact has the overlap-weighted normal sum_a U_a n_a / |.| and the
+#     mean overlap over its linked sets' active contacts (one per set, so a flat wall
+#     split in many facets counts once);
+#  5. continuity: the state of an effective contact (a linked set's active contact or a
+#     proximity contact) lives in the row of its holder, its active contact of largest
+#     U. When the holder changes, the state (T, u, phi, u0, phi0: the law history) of
+#     the previously active row of the same linked set / proximity contact whose facet
+#     normal is within Theta of the new holder's is copied over; otherwise the contact
+#     forms afresh. Membership of a linked set is the seed's proxy for "no hole";
+#  6. the contact: wall = body 1, an equivalent sphere of radius 0 at the foot point
+#     WP (for a proximity contact x - (R - U) n), moving with the wall's velocity there
+#     (rigid: v + w x (foot - W_r), spin w; deformable: the holder facet's barycentric
+#     interpolation of the vertex velocities, no spin); ball = body 2. n points from
+#     the wall to the ball centre (the seed's n from the centre to WP, reversed, as
+#     for planes), u_n = -U; the contact point is the middle of the overlap.
+# Each group is independent and writes only its own rows: any thread count gives the
+# same bits.
+# --------------------------------------------------------------------------------------
+from libc.math cimport INFINITY
+from libc.stdlib cimport malloc, realloc, free
+from contact_row cimport S_NCOLS, contact_update
+from vecmath cimport V, vadd, vscale, vcross, vneg
+
+cdef enum:
+    MAXC = 256      # candidate facets of one ball and one wall
+
+
+cdef inline bint seg_crosses(v3 a, v3 b, v3 t0, v3 t1, v3 t2) noexcept nogil:
+    """associative.segment_crosses_triangles for one triangle (Moeller-Trumbore)."""
+    cdef v3 d = vsub(b, a), e1 = vsub(t1, t0), e2 = vsub(t2, t0), p, s, q
+    cdef double det, inv, u, v, t, tol = 1e-12
+    p = vcross(d, e2)
+    det = vdot(e1, p)
+    if not (fabs_(det) > 1e-14 * sqrt(vdot(d, d)) * sqrt(vdot(e1, e1)) * sqrt(vdot(e2, e2))):
+        return False
+    inv = 1.0 / det
+    s = vsub(a, t0)
+    u = vdot(s, p) * inv
+    q = vcross(s, e1)
+    v = vdot(q, d) * inv
+    t = vdot(e2, q) * inv
+    return u >= -tol and v >= -tol and u + v <= 1.0 + tol and t > tol and t < 1.0 - tol
+
+
+cdef inline double fabs_(double x) noexcept nogil:
+    return -x if x < 0.0 else x
+
+
+cdef inline int uf_root(int* parent, int k) noexcept nogil:
+    while parent[k] != k:
+        parent[k] = parent[parent[k]]
+        k = parent[k]
+    return k
+
+
+cdef inline void uf_join(int* parent, int a, int b) noexcept nogil:
+    a = uf_root(parent, a)
+    b = uf_root(parent, b)
+    if a < b:
+        parent[b] = a
+    elif b < a:
+        parent[a] = b
+
+
+cdef inline bint share_vertex(const long long[:, ::1] fac, long long f, long long g) noexcept nogil:
+    cdef int i, j
+    for i in range(3):
+        for j in range(3):
+            if fac[f, i] == fac[g, j]:
+                return True
+    return False
+
+
+cdef struct Mesh:
+    const double* vert
+    const long long* fac
+    const double* normal
+    const long long* facet_edges
+    const long long* edge_facets
+    const long long* vf_ptr
+    const long long* vf_idx
+    const signed char* side_off
+
+
+cdef inline v3 corner(Mesh M, long long f, int i) noexcept nogil:
+    return vld(&M.vert[3 * M.fac[3 * f + i]])
+
+
+cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* facet, Mesh M,
+                         const long long[:, ::1] fac,
+                         const double[:, ::1] pos, const double[:, ::1] vel,
+                         const double[:, ::1] angvel, const double[::1] radius,
+                         const double[::1] mass, const int[::1] material,
+                         const int[::1] wall_material, const double[::1] wall_cos_theta,
+                         const signed char[::1] wall_full, const signed char[::1] wall_rigid,
+                         const double[:, ::1] wall_v, const double[:, ::1] wall_w,
+                         const double[:, ::1] wall_ref, const double[:, ::1] vertex_vel,
+                         const double[:, ::1] table, int nmat, double dt, int flags,
+                         signed char[::1] active, double[:, ::1] state,
+                         double[:, ::1] foot_out, int[::1] holder_out,
+                         double* worst) noexcept nogil:
+    """One ball and the candidate facets of one wall (rows s..e-1); returns 0, or -1
+    when the group has more than MAXC rows."""
+    cdef int m = <int>(e - s), k, j, t, i, npos = 0, r, g, a, b, h, nsets, changed
+    cdef double U[MAXC]
+    cdef double bw[MAXC][3]
+    cdef v3 q[MAXC]
+    cdef v3 nc[MAXC]
+    cdef int reg[MAXC]
+    cdef int order[MAXC]
+    cdef int parent[MAXC]
+    cdef int lead[MAXC]
+    cdef int first[MAXC]
+    cdef int pcp[MAXC]
+    cdef int npc[MAXC]
+    cdef signed char was[MAXC]
+    cdef signed char act[MAXC]
+    cdef signed char done[MAXC]
+    cdef v3 x, dv, fn, nsum, n, x2, foot, v1, w1
+    cdef double R, d, sd, cos_t, usum, un
+    cdef long long f, edge, vtx, ii
+    if m > MAXC:
+        return -1
+    x = vld(&pos[p, 0])
+    R = radius[p]
+    cos_t = wall_cos_theta[w]
+    # 1. closest points, overlaps, sides; positive overlaps sorted (-U, facet)
+    for k in range(m):
+        f = facet[s + k]
+        was[k] = active[s + k]
+        holder_out[s + k] = -1
+        parent[k] = k
+        first[k] = -1
+        lead[k] = -1
+        act[k] = 0
+        done[k] = 0
+        reg[k] = tri_closest(x, corner(M, f, 0), corner(M, f, 1), corner(M, f, 2), &q[k],
+                             &bw[k][0], &bw[k][1], &bw[k][2])
+        dv = vsub(x, q[k])
+        d = sqrt(vdot(dv, dv))
+        fn = vld(&M.normal[3 * f])
+        sd = vdot(fn, vsub(x, corner(M, f, 0)))
+        if (sd >= 0.0 and (M.side_off[f] & 1)) or (sd < 0.0 and (M.side_off[f] & 2)):
+            U[k] = -INFINITY
+            continue
+        U[k] = R - d
+        if d > 1e-12 * R:
+            nc[k] = vscale(dv, 1.0 / d)
+        else:
+            nc[k] = fn if sd >= 0.0 else vneg(fn)
+        if not (U[k] > 0.0):
+            continue
+        t = npos
+        while t > 0 and (U[order[t - 1]] < U[k]):   # rows come in facet order: stable
+            order[t] = order[t - 1]
+            t -= 1
+        order[t] = k
+        npos += 1
+    # 2. associative logic: links through the region's shared edge or vertex
+    for t in range(npos):
+        k = order[t]
+        f = facet[s + k]
+        r = reg[k]
+        if 1 <= r <= 3:
+            edge = M.facet_edges[3 * f + r - 1]
+            for i in range(2):
+                g = <int>M.edge_facets[2 * edge + i]
+                if g >= 0 and g != f:
+                    for j in range(m):
+                        if facet[s + j] == g and U[j] > 0.0:
+                            uf_join(parent, k, j)
+        elif 4 <= r <= 6:
+            vtx = M.fac[3 * f + r - 4]
+            for ii in range(M.vf_ptr[vtx], M.vf_ptr[vtx + 1]):
+                g = <int>M.vf_idx[ii]
+                if g != f:
+                    for j in range(m):
+                        if facet[s + j] == g and U[j] > 0.0:
+                            uf_join(parent, k, j)
+    for t in range(npos):
+        k = order[t]
+        r = uf_root(parent, k)
+        if first[r] < 0:
+            first[r] = k
+        lead[k] = first[r]
+        act[k] = lead[k] == k
+    # 3. full mode: sliver and wedge check
+    if wall_full[w]:
+        for t in range(npos):
+            k = order[t]
+            if not act[k]:
+                continue
+            for i in range(npos):
+                j = order[i]
+                if lead[j] == lead[k] or not act[lead[j]]:
+                    continue
+                f = facet[s + j]
+                if seg_crosses(x, q[k], corner(M, f, 0), corner(M, f, 1), corner(M, f, 2)):
+                    act[k] = 0
+                    g = lead[j]
+                    for a in range(m):
+                        if lead[a] == k:
+                            lead[a] = g
+                    break
+    # 4. proximity contacts: union of active contacts (pcp over rows)
+    for k in range(m):
+        pcp[k] = k
+    if cos_t < 1.0:
+        for t in range(npos):
+            a = order[t]
+            if not act[a]:
+                continue
+            for i in range(t + 1, npos):
+                b = order[i]
+                if act[b] and vdot(vld(&M.normal[3 * facet[s + a]]),
+                                   vld(&M.normal[3 * facet[s + b]])) > cos_t:
+                    uf_join(pcp, a, b)
+        changed = 1
+        while changed:             # growth of proximity contacts through adjacent facets
+            changed = 0
+            for k in range(m):
+                npc[k] = 0
+            for t in range(npos):
+                k = order[t]
+                if act[k]:
+                    npc[uf_root(pcp, k)] += 1
+            for t in range(npos):
+                a = order[t]
+                for i in range(npos):
+                    b = order[i]
+                    g = uf_root(pcp, lead[a])
+                    h = uf_root(pcp, lead[b])
+                    if g == h or npc[g] < 2:
+                        continue
+                    if share_vertex(fac, facet[s + a], facet[s + b]) and \
+                            vdot(vld(&M.normal[3 * facet[s + a]]),
+                                 vld(&M.normal[3 * facet[s + b]])) > cos_t:
+                        uf_join(pcp, g, h)
+                        changed = 1
+    # 5./6. one effective contact per proximity root
+    for t in range(npos):
+        h = order[t]
+        g = uf_root(pcp, h)
+        if not act[h] or done[g]:
+            continue
+        done[g] = 1
+        nsets = 0
+        nsum = V(0.0, 0.0, 0.0)
+        usum = 0.0
+        for i in range(t, npos):
+            a = order[i]
+            if act[a] and uf_root(pcp, a) == g:
+                nsets += 1
+                nsum = vadd(nsum, vscale(nc[a], U[a]))
+                usum = usum + U[a]
+        if nsets == 1:
+            n = nc[h]
+            un = -U[h]
+            x2 = vsub(x, q[h])
+            foot = q[h]
+        else:
+            n = vscale(nsum, 1.0 / sqrt(vdot(nsum, nsum)))
+            un = -usum / nsets
+            x2 = vscale(n, R + un)
+            foot = vsub(x, x2)
+        if not was[h]:                     # continuity from this contact's last holder
+            fn = vld(&M.normal[3 * facet[s + h]])
+            for i in range(npos):
+                a = order[i]
+                if was[a] and uf_root(pcp, lead[a]) == g and \
+                        vdot(vld(&M.normal[3 * facet[s + a]]), fn) >= cos_t - 1e-12:
+                    for j in range(S_NCOLS):
+                        state[s + h, j] = state[s + a, j]
+                    active[s + h] = 1
+                    break
+        for i in range(npos):
+            a = order[i]
+            if uf_root(pcp, lead[a]) == g:
+                holder_out[s + a] = <int>(s + h)
+        if wall_rigid[w]:
+            w1 = vld(&wall_w[w, 0])
+            v1 = vadd(vld(&wall_v[w, 0]), vcross(w1, vsub(foot, vld(&wall_ref[w, 0]))))
+        else:
+            w1 = V(0.0, 0.0, 0.0)
+            f = facet[s + h]
+            v1 = V(0.0, 0.0, 0.0)
+            for i in range(3):
+                v1 = vadd(v1, vscale(vld(&vertex_vel[fac[f, i], 0]), bw[h][i]))
+        vst(&foot_out[s + h, 0], foot)
+        contact_update(vscale(n, 0.5 * un), n, un, x2, v1, vld(&vel[p, 0]), w1,
+                       vld(&angvel[p, 0]), 0.0, R, mass[p], R,
+                       &table[wall_material[w] * nmat + material[p], 0], dt, flags,
+                       &active[s + h], &state[s + h, 0])
+        if not (-un / R <= worst[0]):
+            worst[0] = -un / R
+            worst[1] = <double>(s + h)
+    for k in range(m):                     # only holders keep a state
+        if holder_out[s + k] != s + k:
+            active[s + k] = 0
+    return 0
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def ball_facet(const long long[::1] group_start, const int[::1] particle, const int[::1] facet,
+               const double[:, ::1] pos, const double[:, ::1] vel, const double[:, ::1] angvel,
+               const double[::1] radius, const double[::1] mass, const int[::1] material,
+               const double[:, ::1] vertices, const long long[:, ::1] facets,
+               const double[:, ::1] normals, const int[::1] facet_wall,
+               const long long[:, ::1] facet_edges, const long long[:, ::1] edge_facets,
+               const long long[::1] vertex_facet_ptr, const long long[::1] vertex_facet_idx,
+               const signed char[::1] side_off,
+               const int[::1] wall_material, const double[::1] wall_cos_theta,
+               const signed char[::1] wall_full, const signed char[::1] wall_rigid,
+               const double[:, ::1] wall_v, const double[:, ::1] wall_w,
+               const double[:, ::1] wall_ref, const double[:, ::1] vertex_vel,
+               const double[:, ::1] pair_table, int n_materials, double dt, int flags,
+               signed char[::1] active, double[:, ::1] state, double[:, ::1] foot,
+               int[::1] holder, int n_threads):
+    """All ball-facet contacts of one step (see the section comment above). side_off[f]:
+    bit 1 = front side (where the normal points) inactive, bit 2 = back side inactive.
+    Outputs: state/active of holder rows, foot[h] (the wall point of holder row h),
+    holder[k] = holder row of the effective contact row k belongs to, or -1.
+    Returns (max U / R, its row, first row of a group with more than MAXC facets or -1)."""
+    cdef Py_ssize_t ng = group_start.shape[0] - 1, gi
+    cdef int nt = max(1, n_threads), tid, too_many = -1
+    cdef Mesh M
+    if ng <= 0:
+        return 0.0, -1, -1
+    M.vert = &vertices[0, 0]
+    M.fac = &facets[0, 0]
+    M.normal = &normals[0, 0]
+    M.facet_edges = &facet_edges[0, 0]
+    M.edge_facets = &edge_facets[0, 0]
+    M.vf_ptr = &vertex_facet_ptr[0]
+    M.vf_idx = &vertex_facet_idx[0]
+    M.side_off = &side_off[0]
+    cdef double[:, ::1] worst = _worst_init(nt)
+    for gi in prange(ng, nogil=True, schedule='static', num_threads=nt):
+        tid = threadid()
+        if ball_wall_group(group_start[gi], group_start[gi + 1], particle[group_start[gi]],
+                           facet_wall[facet[group_start[gi]]], &facet[0], M, facets, pos, vel,
+                           angvel, radius, mass, material, wall_material, wall_cos_theta,
+                           wall_full, wall_rigid, wall_v, wall_w, wall_ref, vertex_vel,
+                           pair_table, n_materials, dt, flags, active, state, foot, holder,
+                           &worst[tid, 0]) < 0:
+            too_many = <int>group_start[gi]
+    best = 0
+    for tid in range(nt):
+        if not (worst[tid, 0] <= worst[best, 0]):
+            best = tid
+    return worst[best, 0], int(worst[best, 1]), too_many
+
+
+cdef double[:, ::1] _worst_init(int nt):
+    w = np.zeros((nt, 2))
+    w[:, 1] = -1
+    return w
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def facet_candidates(const double[:, ::1] pos, const double[::1] radius, int n_own,
+                     const double[:, ::1] vertices, const long long[:, ::1] facets,
+                     const int[::1] facet_list, double skin):
+    """Verlet list of ball-facet pairs: (particle, facet) with the ball's surface within
+    `skin` of the facet (closest-point distance < R + skin), for owned particles
+    0..n_own-1 and the facets in facet_list. Particles are binned in a grid of cells
+    of size >= 2 r_max + skin; each facet visits the cells its box enlarged by
+    r_max + skin covers: O(particles + facets + pairs). Unsorted."""
+    cdef Py_ssize_t n = n_own, nf = facet_list.shape[0], i, k, c, cnt = 0, cap = 1024
+    cdef int ax, p
+    cdef long long f, ncell
+    cdef double rmax = 0.0, h
+    cdef double lo[3]
+    cdef double hi[3]
+    cdef long long nc[3]
+    cdef long long ilo[3]
+    cdef long long ihi[3]
+    cdef long long ix, iy, iz
+    cdef double blo, bhi, dd, wa, wb, wc
+    cdef v3 a, b, cc, qq, x
+    if n == 0 or nf == 0:
+        return np.zeros(0, np.int32), np.zeros(0, np.int32)
+    for ax in range(3):
+        lo[ax] = pos[0, ax]
+        hi[ax] = pos[0, ax]
+    for i in range(n):
+        rmax = max(rmax, radius[i])
+        for ax in range(3):
+            lo[ax] = min(lo[ax], pos[i, ax])
+            hi[ax] = max(hi[ax], pos[i, ax])
+    h = 2.0 * rmax + skin
+    if not h > 0.0:
+        h = 1.0
+    while True:
+        ncell = 1
+        for ax in range(3):
+            nc[ax] = <long long>((hi[ax] - lo[ax]) / h) + 1
+            ncell *= nc[ax]
+        if ncell <= 4 * n + 1000:
+            break
+        h *= 1.5
+    cell_of = np.empty(n, np.int64)
+    cdef long long[::1] cell = cell_of
+    for i in range(n):
+        cell[i] = (<long long>((pos[i, 0] - lo[0]) / h) * nc[1]
+                   + <long long>((pos[i, 1] - lo[1]) / h)) * nc[2] \
+                  + <long long>((pos[i, 2] - lo[2]) / h)
+    items_np = np.argsort(cell_of, kind="stable").astype(np.int32)
+    start_np = np.searchsorted(cell_of[items_np], np.arange(ncell + 1)).astype(np.int64)
+    cdef int[::1] items = items_np
+    cdef long long[::1] start = start_np
+    cdef int* out = <int*>malloc(2 * cap * sizeof(int))
+    cdef int* grown
+    cdef bint failed = False
+    if out == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            for k in range(nf):
+                f = facet_list[k]
+                a = vld(&vertices[facets[f, 0], 0])
+                b = vld(&vertices[facets[f, 1], 0])
+                cc = vld(&vertices[facets[f, 2], 0])
+                for ax in range(3):
+                    blo = min(min(vertices[facets[f, 0], ax], vertices[facets[f, 1], ax]),
+                              vertices[facets[f, 2], ax]) - rmax - skin
+                    bhi = max(max(vertices[facets[f, 0], ax], vertices[facets[f, 1], ax]),
+                              vertices[facets[f, 2], ax]) + rmax + skin
+                    ilo[ax] = <long long>max(0.0, (blo - lo[ax]) / h)
+                    ihi[ax] = <long long>min(<double>(nc[ax] - 1), (bhi - lo[ax]) / h)
+                    if bhi < lo[ax]:
+                        ihi[ax] = -1
+                if ilo[0] > ihi[0] or ilo[1] > ihi[1] or ilo[2] > ihi[2]:
+                    continue
+                for ix in range(ilo[0], ihi[0] + 1):
+                    for iy in range(ilo[1], ihi[1] + 1):
+                        for iz in range(ilo[2], ihi[2] + 1):
+                            c = (ix * nc[1] + iy) * nc[2] + iz
+                            for i in range(start[c], start[c + 1]):
+                                p = items[i]
+                                x = vld(&pos[p, 0])
+                                tri_closest(x, a, b, cc, &qq, &wa, &wb, &wc)
+                                qq = vsub(qq, x)
+                                dd = radius[p] + skin
+                                if vdot(qq, qq) < dd * dd:
+                                    if cnt == cap:
+                                        grown = <int*>realloc(out, 4 * cap * sizeof(int))
+                                        if grown == NULL:
+                                            failed = True
+                                            break
+                                        out = grown
+                                        cap *= 2
+                                    out[2 * cnt] = p
+                                    out[2 * cnt + 1] = <int>f
+                                    cnt += 1
+        if failed:
+            raise MemoryError()
+        res = np.array(<int[:cnt, :2]>out if cnt else np.zeros((0, 2), np.int32), np.int32)
+    finally:
+        free(out)
+    return np.ascontiguousarray(res[:, 0]), np.ascontiguousarray(res[:, 1])

@@ -36,24 +36,26 @@ def _contact_records(batch, owners, dest, rank, kind):
     return rec, to
 
 
-def migrate(comm, own, dest, pairs, walls, owners):
+def migrate(comm, own, dest, batches, owners):
     """Send owned particles (fields dict `own`) to ranks `dest` with their contact
-    rows. owners = (owner1, owner2, wall_owner): index in `own` of each pair's
-    particles and of each wall contact's particle, or -1. Returns (own, pairs, walls) with the
-    received particles appended and received contact rows added to the batches."""
+    rows. batches: the contact batches (pairs, plane contacts, facet contacts...);
+    owners[b]: a tuple with, for each particle slot of batch b's contacts, the index
+    in `own` of the particle or -1 (pairs: (owner1, owner2); wall contacts:
+    (owner,)). Returns (own, batches) with the received particles appended and the
+    received contact rows added to the batches."""
     rank = comm.Get_rank()
     leaving = dest != rank
     prec = pack(own, record_dtype(own), np.flatnonzero(leaving))
     got = unpack(alltoallv_records(comm, prec, dest[leaving]))
-    crec = [_contact_records(pairs, owners[:2], dest, rank, 0),
-            _contact_records(walls, owners[2:], dest, rank, 1)]
+    crec = [_contact_records(b, o, dest, rank, kind)
+            for kind, (b, o) in enumerate(zip(batches, owners))]
     rows = alltoallv_records(comm, np.concatenate([r for r, _ in crec]),
                              np.concatenate([t for _, t in crec]))
     stay = ~leaving
     own = {k: np.concatenate([v[stay], got[k].astype(v.dtype)]) for k, v in own.items()}
-    batches = []
-    for kind, old in ((0, pairs), (1, walls)):
+    out = []
+    for kind, old in enumerate(batches):
         r = rows[rows["kind"] == kind]
         extra = ContactBatch.from_rows(r["key"], r["active"], r["state"])
-        batches.append(ContactBatch.concat([old.rows(np.flatnonzero(old.active)), extra]))
-    return own, batches[0], batches[1]
+        out.append(ContactBatch.concat([old.rows(np.flatnonzero(old.active)), extra]))
+    return own, out
