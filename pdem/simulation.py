@@ -560,6 +560,7 @@ class Simulation:
             self._facet_groups = np.zeros(1, np.int64)
             return
         local = mw.local_facets(self.dec.lo - cutoff, self.dec.hi + cutoff, list_skin)
+        self.n_local_facets = len(local)
         p, f = fk.facet_candidates(st.pos, st.radius, n_own, mw.vertices, mw.facets, local,
                                    list_skin)
         key = (st.id[p].astype(np.int64) << FACET_BITS) | f
@@ -718,7 +719,8 @@ class Simulation:
             m_min, r_min, r_max = stats[0, mi], stats[1, mi], -stats[2, mi]
             a = self.materials.materials[mi]
             partners = [self.materials.materials[j] for j in own_mat] + \
-                [self.materials.materials[j] for j in np.unique(self.planes.material)]
+                [self.materials.materials[j] for j in
+                 np.unique(np.r_[self.planes.material, self.mesh_walls.wall_material])]
             for b in partners:
                 p, estar, gstar = self.materials.pair_params(a, b)
                 if p["law"] == "hertz":

@@ -3,6 +3,7 @@
 import numpy as np
 
 import pdem
+from pdem.contact import shapes
 
 
 def sheared_box(comm, dim=3, threads=1, n_side=None, layers=None, seed=5, **options):
@@ -106,4 +107,26 @@ def corner_pile(comm, box=10.0, seed=4, **options):
     pos = np.concatenate(layers)
     pos[:, :2] += rng.uniform(-0.01, 0.01, (len(pos), 2))
     sim.add_spheres(pos, 0.5, m)
+    return sim
+
+
+def stirred_mesh_box(comm, n_side=10, layers=6, seed=6, **options):
+    """n_side^2 * layers spheres falling into an open box made of a triangle mesh,
+    stirred by a vertical mesh plate spinning about the box's vertical axis: ball-facet
+    contacts on both walls, moving facets, particles crossing subdomains."""
+    rng = np.random.default_rng(seed)
+    dom = pdem.Domain((-0.5, -0.5, -0.5), (10.5, 10.5, 12.0))
+    sim = pdem.Simulation(dom, dt=2e-3, gravity=(0.0, 0.0, -10.0), comm=comm, **options)
+    m = sim.material("m", density=1.0, kn=2000.0, gamma_n=2.0, friction=0.4)
+    sim.add_mesh_wall(shapes.box((0, 0, 0), (10, 10, 11), 4), m, cutoff_angle=20.0)
+    plate = shapes.rectangle((-3.0, 0.2), (3.0, 4.0), 0.0, 3)
+    v = plate.vertices[:, [0, 2, 1]] + (5.0, 5.0, 0.0)          # vertical, through the axis
+    sim.add_mesh_wall(pdem.Mesh(v, plate.facets), m, angular_velocity=(0.0, 0.0, 1.0),
+                      reference_point=(5.0, 5.0, 0.0))
+    g = 0.7 + np.arange(n_side) * 0.95
+    x, y, z = np.meshgrid(g, g, 4.5 + 0.95 * np.arange(layers), indexing="ij")
+    pos = np.column_stack([x.ravel(), y.ravel(), z.ravel()])
+    pos += rng.uniform(-0.02, 0.02, pos.shape)
+    sim.add_spheres(pos, rng.uniform(0.38, 0.42, len(pos)), m,
+                    velocities=rng.normal(0.0, 0.5, pos.shape))
     return sim
