@@ -544,16 +544,16 @@ class Simulation:
         self.walls = walls
         self._wall_start = np.zeros(n_own + 1, np.int64)
         np.cumsum(np.bincount(walls.i1, minlength=n_own), out=self._wall_start[1:])
-        self._build_facet_rows(n_own, old_facets, list_skin, cutoff)
+        self._build_facet_rows(n_own, old_facets, list_skin, cutoff, restore)
         self._build_pos = build_pos if restore else st.pos[:n_own].copy()
         self._dirty = self._restoring = False
         self.n_rebuilds += 0 if restore else 1
 
-    def _build_facet_rows(self, n_own, old, list_skin, cutoff):
+    def _build_facet_rows(self, n_own, old, list_skin, cutoff, restore):
         """Ball-facet candidates of owned particles, sorted by (particle id, facet), and
         the (particle, wall) groups of consecutive rows. Only the facets whose box,
         enlarged by the skin, overlaps this rank's subdomain plus ghost region are
-        searched."""
+        searched. restore: keep the walls' build positions (see _rebuild)."""
         st, mw = self.store, self.mesh_walls
         if len(mw) == 0:
             self.facet_rows = ContactBatch()
@@ -574,7 +574,8 @@ class Simulation:
         self._facet_groups = np.r_[np.flatnonzero(new), len(rows)].astype(np.int64)
         self._facet_holder = np.full(len(rows), -1, np.int32)
         self._facet_foot = np.zeros((len(rows), 3))
-        mw.mark_built()
+        if not restore:
+            mw.mark_built()
 
     # ---------------------------------------------------------------- checkpoints
     def checkpoint(self, path):

@@ -7,13 +7,14 @@ one set of arrays in global numbering (vertices, facets, topology), which the
 ball-facet kernel (pyx/facets.pyx) reads; `facet_wall` says which wall a facet is of.
 Walls do not interact with walls.
 """
+import json
 import math
 
 import numpy as np
 
 from ..errors import InputError
 from .mesh import Mesh
-from .wall_motion import DeformableMotion, RigidMotion
+from .wall_motion import DeformableMotion, RigidMotion, motion_state, restore_motion
 
 MODES = ("reduced", "full")
 DEFAULT_CUTOFF_DEGREES = 20.0
@@ -180,3 +181,50 @@ class MeshWalls:
             if isinstance(w.motion, DeformableMotion):
                 ref[i] = w.mesh.vertices.mean(axis=0)
         return ref
+
+    # ------------------------------------------------------------------ checkpoints
+    def save(self, group):
+        """Write the walls (geometry, flags, motion state, build positions) into an
+        HDF5 group: identical on every rank, so the data are written by all alike."""
+        group.attrs["walls"] = json.dumps([
+            {"name": w.name, "material": w.material, "mode": w.mode,
+             "cutoff_angle": w.cutoff_angle,
+             "motion": type(w.motion).__name__ if w.motion is not None else None}
+            for w in self.walls])
+        for i, w in enumerate(self.walls):
+            g = group.create_group(str(i))
+            m = w.mesh
+            v0, v1 = self.vertex_offset[i], self.vertex_offset[i + 1]
+            for name, data in (("vertices", m.vertices), ("normals", m.normals),
+                               ("areas", m.areas), ("facets", m.facets),
+                               ("inactive_front", m.inactive_front),
+                               ("inactive_back", m.inactive_back),
+                               ("build_vertices", self._build_vertices[v0:v1])):
+                g.create_dataset(name, data=data)
+            if w.motion is not None:
+                mg = g.create_group("motion")
+                for name, data in motion_state(w.motion).items():
+                    mg.create_dataset(name, data=data)
+
+    def load(self, group):
+        """Walls written by `save`, restored bit for bit."""
+        motions = {"RigidMotion": RigidMotion, "DeformableMotion": DeformableMotion}
+        build = []
+        for i, d in enumerate(json.loads(group.attrs["walls"])):
+            g = group[str(i)]
+            mesh = Mesh(g["vertices"][...], g["facets"][...], check_intersections=False,
+                        name=d["name"])
+            mesh.normals[...] = g["normals"][...]
+            mesh.areas[...] = g["areas"][...]
+            mesh.inactive_front[...] = g["inactive_front"][...]
+            mesh.inactive_back[...] = g["inactive_back"][...]
+            motion = None
+            if d["motion"] is not None:
+                motion = restore_motion(motions[d["motion"]], mesh,
+                                        {k: v[...] for k, v in g["motion"].items()})
+            self.walls.append(MeshWall(mesh, d["material"], d["mode"], d["cutoff_angle"],
+                                       motion, d["name"]))
+            build.append(g["build_vertices"][...])
+        self._assemble()
+        if build:
+            self._build_vertices = np.concatenate(build)

@@ -227,3 +227,39 @@ def barycentric(p, tri):
     w0 = np.einsum("ij,ij->i", np.cross(c - b, p - b), n) / nn
     w1 = np.einsum("ij,ij->i", np.cross(a - c, p - c), n) / nn
     return np.c_[w0, w1, 1.0 - w0 - w1]
+
+
+# ------------------------------------------------------------------ checkpoints
+def motion_state(motion):
+    """Every attribute of a motion except its mesh, as named float arrays (checkpoints):
+    `_Kahan` sums become name.sum / name.c, None becomes an empty array."""
+    out = {}
+    for name, value in vars(motion).items():
+        if name == "mesh":
+            continue
+        if isinstance(value, _Kahan):
+            out[name + ".sum"], out[name + ".c"] = value.sum, value.c
+        else:
+            out[name] = np.zeros(0) if value is None else np.asarray(value, dtype=np.float64)
+    return out
+
+
+def restore_motion(cls, mesh, state):
+    """A motion of class cls (RigidMotion or DeformableMotion) on `mesh` with the
+    attributes of motion_state(...) restored bit for bit."""
+    motion = cls.__new__(cls)
+    motion.mesh = mesh
+    for name, value in state.items():
+        value = np.array(value, dtype=np.float64)
+        if name.endswith(".sum") or name.endswith(".c"):
+            base, part = name.rsplit(".", 1)
+            k = getattr(motion, base, None) or _Kahan(value.shape)
+            setattr(k, part, value)
+            setattr(motion, base, k)
+        elif name == "_axis":
+            motion._axis = tuple(float(x) for x in value) if len(value) else None
+        elif value.ndim == 0:
+            setattr(motion, name, float(value))
+        else:
+            setattr(motion, name, value)
+    return motion

@@ -9,8 +9,11 @@ next id, options) and JSON of the domain, materials and pair overrides;
 `planes/{point,normal,vel,material}`; `particles/<field>` for every field of
 pdem.particles.FIELDS plus `build_pos`, the position at the last neighbor build
 (rows in no particular order; ids stored); `pairs/{key,active,state}` and
-`walls/{key,active,state}`, the active contact rows (L6Geom state and law history),
-each contact written once, by the rank owning its first particle.
+`walls/{key,active,state}` and `facets/{key,active,state}` (plane and mesh wall
+contacts), the active contact rows (L6Geom state and law history), each contact
+written once, by the rank owning its first particle; `mesh_walls/<i>/...` the mesh
+walls (current and build-time vertices, normals, flags, motion state: see
+pdem.contact.mesh_walls.MeshWalls.save).
 
 Bitwise continuation: positions are stored unwrapped and `build_pos` keeps the
 neighbor-rebuild schedule of the original run. The restarted run builds its first
@@ -75,6 +78,7 @@ def write(sim, path):
         planes = f.create_group("planes")
         for name in ("point", "normal", "vel", "material"):
             planes.create_dataset(name, data=getattr(sim.planes, name))  # identical on all ranks
+        sim.mesh_walls.save(f.create_group("mesh_walls"))
         parts = f.create_group("particles")
         for name in FIELDS:
             _write_rows(parts, name, np.ascontiguousarray(st.f[name][:n]), comm)
@@ -83,8 +87,9 @@ def write(sim, path):
         # each pair once: on the rank owning its first (lower-id) particle
         first = sim.pairs.key // (sim._next_id + 1)
         mine = (sim.pairs.active != 0) & np.isin(first, st.id[:n])
-        for gname, batch, rows in (("pairs", sim.pairs, mine), ("walls", sim.walls,
-                                                                 sim.walls.active != 0)):
+        for gname, batch, rows in (("pairs", sim.pairs, mine),
+                                   ("walls", sim.walls, sim.walls.active != 0),
+                                   ("facets", sim.facet_rows, sim.facet_rows.active != 0)):
             g = f.create_group(gname)
             k = np.flatnonzero(rows)
             _write_rows(g, "key", batch.key[k], comm)
@@ -116,7 +121,8 @@ def _open(path, comm):
         else:
             need = ["planes/" + k for k in ("point", "normal", "vel", "material")] + \
                 ["particles/" + k for k in list(FIELDS) + ["build_pos"]] + \
-                [g + "/" + k for g in ("pairs", "walls") for k in ("key", "active", "state")]
+                [g + "/" + k for g in ("pairs", "walls", "facets")
+                 for k in ("key", "active", "state")] + ["mesh_walls"]
             missing = [k for k in need if k not in f]
             counts = {len(f["particles/" + k]) for k in list(FIELDS) + ["build_pos"]
                       if k not in missing}
@@ -140,7 +146,7 @@ def _chunks(dset):
 def read(path, comm=None, threads=None, dims=None):
     """A Simulation continuing the checkpoint `path` on the ranks of `comm` (default
     MPI.COMM_WORLD, any size), with `threads` OpenMP threads per rank (collective)."""
-    from ..simulation import APPROX, NO_RATCH, Simulation
+    from ..simulation import APPROX, FACET_BITS, NO_RATCH, PLANE_BITS, Simulation
 
     comm = MPI.COMM_WORLD if comm is None else comm
     with _open(path, comm) as f:
@@ -160,6 +166,7 @@ def read(path, comm=None, threads=None, dims=None):
             sim.pair(i, j, **params)
         for name in ("point", "normal", "vel", "material"):
             setattr(sim.planes, name, f["planes/" + name][...])
+        sim.mesh_walls.load(f["mesh_walls"])
         sim.step_count, sim.time = int(a["step"]), float(a["time"])
         sim._next_id, sim.n_rebuilds = int(a["next_id"]), int(a["n_rebuilds"])
         # particles: each rank keeps those in its subdomain
@@ -178,14 +185,15 @@ def read(path, comm=None, threads=None, dims=None):
         # contact rows whose particles this rank owns
         ids = np.sort(own["id"])
         width = sim._next_id + 1
-        for gname in ("pairs", "walls"):
+        for gname, attr, shift in (("pairs", "pairs", None), ("walls", "walls", PLANE_BITS),
+                                   ("facets", "facet_rows", FACET_BITS)):
             keys, active, state = [], [], []
             for start, key in _chunks(f[gname + "/key"]):
                 if gname == "pairs":
                     first, second = key // width, key % width
                     keep = np.isin(first, ids) | np.isin(second, ids)
                 else:
-                    keep = np.isin(key >> 16, ids)
+                    keep = np.isin(key >> shift, ids)
                 k = np.flatnonzero(keep)
                 keys.append(key[k])
                 active.append(f[gname + "/active"][start:start + len(key)][k])
@@ -193,6 +201,6 @@ def read(path, comm=None, threads=None, dims=None):
             batch = ContactBatch.from_rows(np.concatenate(keys), np.concatenate(active),
                                            np.concatenate(state)) if keys else ContactBatch()
             batch.i1[:] = -1
-            setattr(sim, gname, batch)
+            setattr(sim, attr, batch)
         sim._restore(build_pos, dirty=bool(a["dirty"]))
     return sim
