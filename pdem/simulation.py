@@ -837,6 +837,11 @@ class Simulation:
                 out[k][w] = np.sum(rows[k][mine], axis=0)
         return out
 
+    def global_sum(self, value):
+        """Sum over ranks of a number or array computed on each rank from what it owns
+        (collective), e.g. sim.global_sum(p["mass"][p["position"][:, 2] < 0].sum())."""
+        return self._sum(np.array(value, dtype=float, ndmin=1)).reshape(np.shape(value))[()]
+
     def _sum(self, a):
         if self.size > 1:
             self.comm.Allreduce(MPI.IN_PLACE, a, op=MPI.SUM)

@@ -36,6 +36,9 @@ SERIES = {"step": (np.int64, "1"), "time": (np.float64, "T"),
           "rotational_energy": (np.float64, "M L^2/T^2"),
           "gravity_energy": (np.float64, "M L^2/T^2"), "n_particles": (np.int64, "1"),
           "n_contacts": (np.int64, "1")}
+# per-wall series: (rows, n_walls, 3) arrays
+WALL_SERIES = {"wall_force": "M L/T^2", "mesh_wall_force": "M L/T^2",
+               "mesh_wall_moment": "M L^2/T^2"}
 FORMAT = ("pdem-frames", 1)
 
 
@@ -107,11 +110,14 @@ class ResultFile:
     to every). collective: collective MPI-IO transfers (False: independent ones,
     faster on some local file systems). series_buffer: rows of the time series kept
     in memory before they are written (also written at each frame and at close).
-    The XDMF index is written beside the file as <path without .h5>.xdmf.
+    series_extra: {name: function(sim) -> float}, further scalars of the series
+    (called on every rank at each row, collective calls allowed; e.g. the mass
+    discharged from a hopper). The XDMF index is written beside the file as <path without .h5>.xdmf.
     """
 
     def __init__(self, path, sim, fields=None, contacts=False, float32_positions=False,
-                 every=None, series_every=None, collective=True, series_buffer=64):
+                 every=None, series_every=None, collective=True, series_buffer=64,
+                 series_extra=None):
         self.fields = _choose("fields", fields, list(PARTICLE_FIELDS), DEFAULT_FIELDS)
         if "id" not in self.fields:
             self.fields = ("id",) + self.fields
@@ -120,6 +126,11 @@ class ResultFile:
         self.every = _positive_int("every", every)
         self.series_every = _positive_int("series_every", series_every) or self.every
         self.series_buffer = _positive_int("series_buffer", series_buffer)
+        self.series_extra = dict(series_extra or {})
+        for name, fn in self.series_extra.items():
+            if name in SERIES or name in WALL_SERIES or not callable(fn):
+                raise InputError("series_extra: %r must be a new name mapped to a function "
+                                 "of the simulation, got %r" % (name, fn))
         self.sim, self.comm = sim, sim.comm
         self.float32 = bool(float32_positions)
         self.path = os.fspath(path)
@@ -127,8 +138,8 @@ class ResultFile:
         self.frames = []                 # light description of each frame
         self.xdmf = XdmfIndex(self.xdmf_path, self.path) if self.comm.rank == 0 else None
         self.n_series = 0                # rows of the series in the file
-        self._pending = []               # rows not written yet: (values, wall forces)
-        self._planes = None              # number of planes of the series
+        self._pending = []               # rows not written yet: (scalars, wall arrays)
+        self._walls = None               # rows of each wall array of the series
         clock = time.perf_counter()
         if h5py.get_config().mpi:
             self.h5 = h5py.File(self.path, "w", driver="mpio", comm=self.comm)
@@ -174,6 +185,7 @@ class ResultFile:
         self._check_open("write_frame")
         sim, clock = self.sim, time.perf_counter()
         wall_force = sim.plane_forces()
+        mesh_loads = sim.mesh_wall_forces()
         self._flush_series()
         p = sim.particles()
         c = sim.contacts() if self.contact_fields else {"id1": np.empty(0)}
@@ -203,6 +215,15 @@ class ResultFile:
                               ("velocity", planes.vel, "L/T"), ("force", wall_force, "M L/T^2")):
             # identical on every rank: rank 0 writes, the others select nothing
             self._rows(wg, f, rows if root else rows[:0], 0, len(planes), unit)
+        mw = sim.mesh_walls
+        if len(mw):
+            mg = g.create_group("mesh_walls")
+            for f, rows, unit in (("vertices", mw.vertices, "L"), ("facets", mw.facets, "1"),
+                                  ("facet_wall", mw.facet_wall, "1"),
+                                  ("force", mesh_loads["force"], "M L/T^2"),
+                                  ("moment", mesh_loads["moment"], "M L^2/T^2")):
+                self._rows(mg, f, rows if root else rows[:0], 0, len(rows), unit)
+            desc["mesh_walls"] = {"n_vertices": len(mw.vertices), "n_facets": mw.n_facets}
         self.h5.attrs["n_frames"] = len(self.frames) + 1
         self.h5.attrs["material_names"] = [m.name for m in sim.materials.materials] or [""]
         self.h5.flush()
@@ -222,14 +243,18 @@ class ResultFile:
         values = {"step": sim.step_count, "time": sim.time, "kinetic_energy": e["kinetic"],
                   "rotational_energy": e["rotational"], "gravity_energy": e["gravity"],
                   "n_particles": sim.n_particles, "n_contacts": sim.n_contacts}
-        wall_force = sim.plane_forces()
-        if self._planes is None:
-            self._planes = len(wall_force)
-        elif self._planes != len(wall_force):
-            raise InputError("write_series: the number of planes changed from %d to %d; the "
-                             "series of a file keeps one set of walls"
-                             % (self._planes, len(wall_force)))
-        self._pending.append((values, wall_force))
+        for name, fn in self.series_extra.items():
+            values[name] = float(fn(sim))
+        loads = sim.mesh_wall_forces()
+        arrays = {"wall_force": sim.plane_forces(), "mesh_wall_force": loads["force"],
+                  "mesh_wall_moment": loads["moment"]}
+        walls = {k: len(v) for k, v in arrays.items()}
+        if self._walls is None:
+            self._walls = walls
+        elif self._walls != walls:
+            raise InputError("write_series: the number of walls changed from %r to %r; the "
+                             "series of a file keeps one set of walls" % (self._walls, walls))
+        self._pending.append((values, arrays))
         if len(self._pending) >= self.series_buffer:
             self._flush_series()
         self._tick(clock)
@@ -239,24 +264,28 @@ class ResultFile:
         rank 0 writes them, the others select nothing)."""
         if not self._pending:
             return
+        scalars = dict(SERIES, **{k: (np.float64, "") for k in self.series_extra})
         if "series" not in self.h5:
             s = self.h5.create_group("series")
-            for name, (dtype, unit) in SERIES.items():
+            for name, (dtype, unit) in scalars.items():
                 s.create_dataset(name, (0,), dtype=dtype, maxshape=(None,), chunks=(1024,))
                 s[name].attrs["unit"] = unit
-            width = max(1, self._planes)        # chunks must not be empty: no planes is legal
-            s.create_dataset("wall_force", (0, self._planes, 3), dtype=np.float64,
-                             maxshape=(None, None, 3), chunks=(max(1, 1024 // width), width, 3))
-            s["wall_force"].attrs["unit"] = "M L/T^2"
+            for name, unit in WALL_SERIES.items():
+                width = max(1, self._walls[name])   # chunks must not be empty: no walls is legal
+                s.create_dataset(name, (0, self._walls[name], 3), dtype=np.float64,
+                                 maxshape=(None, None, 3), chunks=(max(1, 1024 // width), width, 3))
+                s[name].attrs["unit"] = unit
         s, row, root = self.h5["series"], self.n_series, self.comm.rank == 0
         rows = self._pending if root else []
         total = row + len(self._pending)
-        for name, (dtype, _) in SERIES.items():
+        for name, (dtype, _) in scalars.items():
             s[name].resize((total,))                      # collective
             self._write(s[name], row, np.array([v[name] for v, _ in rows], dtype))
-        s["wall_force"].resize((total, self._planes, 3))
-        forces = np.stack([w for _, w in rows]) if rows else np.zeros((0, self._planes, 3))
-        self._write(s["wall_force"], row, forces)
+        for name in WALL_SERIES:
+            s[name].resize((total, self._walls[name], 3))
+            data = (np.stack([w[name] for _, w in rows]) if rows
+                    else np.zeros((0, self._walls[name], 3)))
+            self._write(s[name], row, data)
         self.n_series = total
         self.h5.attrs["n_series"] = total
         self._pending = []

@@ -57,7 +57,7 @@ class XdmfIndex:
         self.path = xdmf_path
         self.h5name = os.path.relpath(os.path.abspath(h5_path),
                                       os.path.dirname(os.path.abspath(xdmf_path)))
-        self.particles, self.contacts = [], []
+        self.particles, self.contacts, self.mesh_walls = [], [], []
 
     def _render(self, name, time, group, n, datasets, geometry):
         holder = ET.Element("Grid")
@@ -77,12 +77,31 @@ class XdmfIndex:
             self.contacts.append(self._render("contacts_" + fr, frame["time"],
                                               "/frames/%s/contacts" % fr, frame["n_contacts"],
                                               frame["contacts"], "point"))
+        if "mesh_walls" in frame:
+            self.mesh_walls.append(self._render_mesh("mesh_walls_" + fr, frame["time"],
+                                                     "/frames/%s/mesh_walls" % fr,
+                                                     frame["mesh_walls"]))
+
+    def _render_mesh(self, name, time, group, size):
+        """The faceted walls of a frame: Triangle topology, wall index per facet."""
+        grid = ET.Element("Grid", Name=name, GridType="Uniform")
+        ET.SubElement(grid, "Time", Value=repr(float(time)))
+        nf, nv = size["n_facets"], size["n_vertices"]
+        topo = ET.SubElement(grid, "Topology", TopologyType="Triangle", NumberOfElements=str(nf))
+        _data_item(topo, self.h5name, group + "/facets", (nf, 3), np.int64)
+        geo = ET.SubElement(grid, "Geometry", GeometryType="XYZ")
+        _data_item(geo, self.h5name, group + "/vertices", (nv, 3), np.float64)
+        att = ET.SubElement(grid, "Attribute", Name="wall", AttributeType="Scalar", Center="Cell")
+        _data_item(att, self.h5name, group + "/facet_wall", (nf,), np.int32)
+        ET.indent(grid, space=" ", level=2)
+        return "   " + ET.tostring(grid, encoding="unicode").rstrip() + "\n"
 
     def write(self):
         """Write the file atomically (temporary file, then rename)."""
         parts = ['<?xml version="1.0" ?>\n<!DOCTYPE Xdmf SYSTEM "Xdmf.dtd" []>\n'
                  '<Xdmf Version="3.0">\n <Domain>\n']
-        for name, grids in (("particles", self.particles), ("contacts", self.contacts)):
+        for name, grids in (("particles", self.particles), ("contacts", self.contacts),
+                            ("mesh_walls", self.mesh_walls)):
             if grids or name == "particles":
                 parts.append('  <Grid Name="%s" GridType="Collection" CollectionType="Temporal">\n'
                              % name)

@@ -2,12 +2,15 @@
 particles, contacts and wall loads, bit for bit, on any number of ranks; each rank
 searches only the facets near its subdomain."""
 import os
+import xml.etree.ElementTree as ET
 
+import h5py
 import numpy as np
 import pytest
 from mpi4py import MPI
 
 import pdem
+from pdem.io import ResultFile
 
 from scenes import assert_same_state, state, stirred_mesh_box
 
@@ -60,3 +63,47 @@ def test_restart_with_moving_mesh_walls_is_bitwise_identical(shared_dir):
         for k in ("force", "moment"):
             assert np.array_equal(resumed.mesh_wall_forces()[k], whole.mesh_wall_forces()[k])
     comm.Barrier()
+
+
+@pytest.mark.mpi(min_size=1)
+def test_result_file_holds_mesh_walls_and_their_loads(shared_dir):
+    comm = MPI.COMM_WORLD
+    sim = stirred_mesh_box(comm)
+    path = os.path.join(shared_dir, "mesh.h5")
+
+    def low_mass(s):                     # a user quantity of the series (collective)
+        p = s.particles()
+        return s.global_sum(p["mass"][p["position"][:, 2] < 4.0].sum())
+
+    expect = []
+    with ResultFile(path, sim, every=100, series_every=50,
+                    series_extra={"low_mass": low_mass}) as rf:
+        for _ in range(4):
+            rf.run(steps=50)
+            loads = sim.mesh_wall_forces()
+            p = sim.particles(gather=True)
+            expect.append((loads, p["mass"][p["position"][:, 2] < 4.0].sum(),
+                           sim.mesh_walls.vertices.copy()))
+    with h5py.File(path, "r") as f:
+        s = f["series"]
+        assert s["mesh_wall_force"].shape == (4, 2, 3) == s["mesh_wall_moment"].shape
+        for i, (loads, low, _) in enumerate(expect):
+            assert np.array_equal(s["mesh_wall_force"][i], loads["force"])
+            assert np.array_equal(s["mesh_wall_moment"][i], loads["moment"])
+            assert s["low_mass"][i] == pytest.approx(low, rel=1e-12)
+        assert s["low_mass"][-1] > 0
+        for k, frame in enumerate(("000000", "000001")):
+            mg = f["frames/%s/mesh_walls" % frame]
+            assert np.array_equal(mg["vertices"][...], expect[2 * k + 1][2])
+            assert np.array_equal(mg["force"][...], expect[2 * k + 1][0]["force"])
+            assert mg["facets"].shape == (sim.mesh_walls.n_facets, 3)
+    grids = ET.parse(os.path.join(shared_dir, "mesh.xdmf")).getroot().findall(
+        "Domain/Grid[@Name='mesh_walls']/Grid")
+    assert len(grids) == 2
+    with h5py.File(path, "r") as f:
+        for grid in grids:
+            assert grid.find("Topology").get("TopologyType") == "Triangle"
+            for item in grid.findall(".//DataItem"):
+                dset = item.text.strip().split(":")[1]
+                shape = tuple(int(d) for d in item.get("Dimensions").split())
+                assert f[dset].shape == shape, dset
