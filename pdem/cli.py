@@ -325,10 +325,13 @@ def info(args):
             out += [("kind", "checkpoint (version %d)" % a["version"]),
                     ("step", int(a["step"])), ("time", "%.9g" % a["time"]), ("dt", "%.6g" % a["dt"]),
                     ("particles", len(f["particles/id"])),
-                    ("contacts", "%d (%d particle pairs, %d wall)" % (
-                        len(f["pairs/key"]) + len(f["walls/key"]), len(f["pairs/key"]),
-                        len(f["walls/key"]))),
+                    ("contacts", "%d (%d particle pairs, %d plane, %d mesh wall)" % (
+                        len(f["pairs/key"]) + len(f["walls/key"]) + len(f["facets/key"]),
+                        len(f["pairs/key"]), len(f["walls/key"]), len(f["facets/key"]))),
                     ("planes", len(f["planes/point"])),
+                    ("mesh walls", ", ".join("%s (%d facets)" % (w["name"], len(
+                        f["mesh_walls/%d/facets" % i])) for i, w in enumerate(
+                        _json(f["mesh_walls"].attrs["walls"]))) or "none"),
                     ("materials", ", ".join(m["name"] for m in _json(a["materials"]))),
                     ("domain", domain)]
         else:
@@ -349,6 +352,9 @@ def info(args):
                 if "contacts" in last:
                     out.append(("contact fields", ", ".join(last["contacts"])))
                 out.append(("planes", len(last["walls/point"])))
+                if "mesh_walls" in last:
+                    out.append(("mesh walls", "%d walls, %d facets" % (
+                        len(last["mesh_walls/force"]), len(last["mesh_walls/facets"]))))
             if series is not None:
                 n = len(series["step"])
                 out.append(("series", "%d rows, steps %s: %s" % (
@@ -440,6 +446,16 @@ def plot(args):
         ax.set_ylabel("force on the wall (along its normal)")
         ax.legend(fontsize="small")
         save(fig, "wall_forces")
+    if "mesh_wall_force" in s and s["mesh_wall_force"].shape[1]:
+        w = s["mesh_wall_force"]
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for k in range(w.shape[1]):
+            for d, name in enumerate("xyz"):
+                ax.plot(t, w[:, k, d], label="mesh wall %d, F%s" % (k, name))
+        ax.set_xlabel("time")
+        ax.set_ylabel("force on the mesh wall")
+        ax.legend(fontsize="small", ncol=2)
+        save(fig, "mesh_wall_forces")
     for path in written:
         print("wrote %s" % path)
     return 0

@@ -131,6 +131,7 @@ class Simulation:
         self.mesh_walls = MeshWalls()
         self.facet_rows = ContactBatch()      # ball-facet candidates (pyx/facets.pyx)
         self._facet_groups = np.zeros(1, np.int64)
+        self._facet_holder = np.zeros(0, np.int32)   # per row: its effective contact's row
         self._owner1 = self._owner2 = np.empty(0, np.int32)
         self._restoring = False      # restarted: first Verlet list still to build
         self._signal = 0             # signal number received (checkpoint_on_signal)
@@ -440,7 +441,7 @@ class Simulation:
             mw.edge_facets, mw.vertex_facet_ptr, mw.vertex_facet_idx, mw.side_off,
             mw.wall_material, mw.wall_cos_theta, mw.wall_full, mw.wall_rigid, mw.wall_v,
             mw.wall_w, mw.wall_ref, mw.vertex_vel, table, nmat, self.dt, self.flags, fr.active,
-            fr.state, self._facet_foot, self._facet_holder, self.threads)
+            fr.state, self._facet_holder, self.threads)
         if crowded >= 0:
             end = self._facet_groups[np.searchsorted(self._facet_groups, crowded, "right")]
             return ("step %d: particle id %d is within the skin of %d facets of mesh wall %d "
@@ -573,7 +574,6 @@ class Simulation:
         new[1:] = (rows.i1[1:] != rows.i1[:-1]) | (wall[1:] != wall[:-1])
         self._facet_groups = np.r_[np.flatnonzero(new), len(rows)].astype(np.int64)
         self._facet_holder = np.full(len(rows), -1, np.int32)
-        self._facet_foot = np.zeros((len(rows), 3))
         if not restore:
             mw.mark_built()
 
@@ -763,48 +763,43 @@ class Simulation:
 
     def contacts(self, gather=False):
         """Active contacts whose particle 1 this rank owns (each contact on exactly one
-        rank; gather=True: all, on every rank; collective): particle pairs, then plane
-        contacts (id1 = -1 - plane index), then mesh wall contacts (id1 = MESH_ID1 -
-        wall index = -65537 - wall index; one per linked set or proximity contact of
-        seed 004), each group sorted by (id1, id2). force and
-        torque act on particle id2; u, phi, u0, phi0 are the L6Geom generalized
-        displacements and shifted origins (local coordinates, u_x < 0 in overlap);
-        normal is the local x axis; point is global."""
+        rank; gather=True: all, on every rank; collective): particle pairs sorted by
+        (id1, id2), then wall contacts sorted by (id1, id2) with id1 = -1 - plane index
+        for planes and MESH_ID1 - wall index = -65537 - wall index for mesh walls (one
+        per linked set or proximity contact of seed 004). force and torque act on
+        particle id2; u, phi, u0, phi0 are the L6Geom generalized displacements and
+        shifted origins (local coordinates, u_x < 0 in overlap); normal is the local x
+        axis; point is global."""
         st = self.store
         out = {k: [] for k in ("id1", "id2", "point", "normal", "overlap", "force", "torque",
                                "u", "phi", "u0", "phi0")}
-        for batch, is_pair in ((self.pairs, True), (self.walls, False)):
+        mw = self.mesh_walls
+        for batch, kind in ((self.pairs, "pair"), (self.walls, "plane"),
+                            (self.facet_rows, "mesh")):
             a = np.flatnonzero(batch.active)
-            if is_pair:
+            if kind == "pair":
                 a = a[self._owner1[a] >= 0]
             normal, un = batch.T[a, :3], batch.u[a, 0]
-            if is_pair:
-                id1, id2 = st.id[batch.i1[a]], st.id[batch.i2[a]]
-                # c = x1 + (r1 + u_n / 2) n, the middle of the overlap (pyx/contacts.pyx)
-                point = st.pos[batch.i1[a]] + normal * (st.radius[batch.i1[a]] + 0.5 * un)[:, None]
+            p = batch.i1[a]
+            # c = x1 + (r1 + u_n / 2) n, the middle of the overlap (pyx/contacts.pyx);
+            # for walls the particle is body 2: c = x2 - (r2 + u_n / 2) n
+            sign = 1.0 if kind == "pair" else -1.0
+            out["point"].append(st.pos[p] + sign * normal * (st.radius[p] + 0.5 * un)[:, None])
+            if kind == "pair":
+                id1, id2 = st.id[p], st.id[batch.i2[a]]
+            elif kind == "plane":
+                id1, id2 = -1 - batch.i2[a].astype(np.int64), st.id[p]
             else:
-                id1, id2 = -1 - batch.i2[a].astype(np.int64), st.id[batch.i1[a]]
-                point = st.pos[batch.i1[a]] - normal * (st.radius[batch.i1[a]] + 0.5 * un)[:, None]
-            out["id1"].append(id1); out["id2"].append(id2); out["point"].append(point)
+                id1, id2 = MESH_ID1 - mw.facet_wall[batch.i2[a]].astype(np.int64), st.id[p]
+            out["id1"].append(id1); out["id2"].append(id2)
             out["normal"].append(normal); out["overlap"].append(-un)
             out["force"].append(batch.force[a]); out["torque"].append(batch.torque2[a])
             for k in ("u", "phi", "u0", "phi0"):
                 out[k].append(getattr(batch, k)[a])
-        fr = self.facet_rows
-        a = np.flatnonzero(fr.active)
-        normal, un = fr.T[a, :3], fr.u[a, 0]
-        out["id1"].append(MESH_ID1 - self.mesh_walls.facet_wall[fr.i2[a]].astype(np.int64))
-        out["id2"].append(st.id[fr.i1[a]])
-        out["point"].append(self._facet_foot[a] + normal * (0.5 * un)[:, None] if len(a) else
-                            np.zeros((0, 3)))
-        out["normal"].append(normal); out["overlap"].append(-un)
-        out["force"].append(fr.force[a]); out["torque"].append(fr.torque2[a])
-        for k in ("u", "phi", "u0", "phi0"):
-            out[k].append(getattr(fr, k)[a])
         out = {k: np.concatenate(v) for k, v in out.items()}
         if gather:
             out = self._allgather(out)
-        # pairs (id1 >= 0) first, then plane contacts; each by (id1, id2)
+        # pairs (id1 >= 0) first, then wall contacts; each by (id1, id2)
         order = np.lexsort((out["id2"], out["id1"], out["id1"] < 0))
         return {k: v[order] for k, v in out.items()}
 

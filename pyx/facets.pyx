@@ -184,7 +184,7 @@ cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* fa
                          const double[:, ::1] wall_ref, const double[:, ::1] vertex_vel,
                          const double[:, ::1] table, int nmat, double dt, int flags,
                          signed char[::1] active, double[:, ::1] state,
-                         double[:, ::1] foot_out, int[::1] holder_out,
+                         int[::1] holder_out,
                          double* worst) noexcept nogil:
     """One ball and the candidate facets of one wall (rows s..e-1); returns 0, or -1
     when the group has more than MAXC rows."""
@@ -373,7 +373,6 @@ cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* fa
             v1 = V(0.0, 0.0, 0.0)
             for i in range(3):
                 v1 = vadd(v1, vscale(vld(&vertex_vel[fac[f, i], 0]), bw[h][i]))
-        vst(&foot_out[s + h, 0], foot)
         contact_update(vscale(n, 0.5 * un), n, un, x2, v1, vld(&vel[p, 0]), w1,
                        vld(&angvel[p, 0]), 0.0, R, mass[p], R,
                        &table[wall_material[w] * nmat + material[p], 0], dt, flags,
@@ -402,12 +401,12 @@ def ball_facet(const long long[::1] group_start, const int[::1] particle, const 
                const double[:, ::1] wall_v, const double[:, ::1] wall_w,
                const double[:, ::1] wall_ref, const double[:, ::1] vertex_vel,
                const double[:, ::1] pair_table, int n_materials, double dt, int flags,
-               signed char[::1] active, double[:, ::1] state, double[:, ::1] foot,
-               int[::1] holder, int n_threads):
+               signed char[::1] active, double[:, ::1] state, int[::1] holder,
+               int n_threads):
     """All ball-facet contacts of one step (see the section comment above). side_off[f]:
     bit 1 = front side (where the normal points) inactive, bit 2 = back side inactive.
-    Outputs: state/active of holder rows, foot[h] (the wall point of holder row h),
-    holder[k] = holder row of the effective contact row k belongs to, or -1.
+    Outputs: state/active of holder rows; holder[k] = holder row of the effective
+    contact row k belongs to, or -1.
     Returns (max U / R, its row, first row of a group with more than MAXC facets or -1)."""
     cdef Py_ssize_t ng = group_start.shape[0] - 1, gi
     cdef int nt = max(1, n_threads), tid, too_many = -1
@@ -429,7 +428,7 @@ def ball_facet(const long long[::1] group_start, const int[::1] particle, const 
                            facet_wall[facet[group_start[gi]]], &facet[0], M, facets, pos, vel,
                            angvel, radius, mass, material, wall_material, wall_cos_theta,
                            wall_full, wall_rigid, wall_v, wall_w, wall_ref, vertex_vel,
-                           pair_table, n_materials, dt, flags, active, state, foot, holder,
+                           pair_table, n_materials, dt, flags, active, state, holder,
                            &worst[tid, 0]) < 0:
             too_many = <int>group_start[gi]
     best = 0

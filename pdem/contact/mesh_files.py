@@ -46,6 +46,30 @@ _STL_BINARY = np.dtype([("normal", "<f4", 3), ("v", "<f4", (3, 3)), ("attr", "<u
 _FLOAT = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)"
 
 
+def write_stl(path, vertices, facets, binary=True, name="pdem"):
+    """Write triangles to an STL file (binary: float32, as CAD tools write it; ASCII:
+    17 significant digits, exact float64 round trip). Facet normals by the right-hand
+    rule."""
+    tri = np.asarray(vertices, dtype=np.float64)[np.asarray(facets)]
+    n = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 1])
+    n /= np.maximum(np.linalg.norm(n, axis=1), 1e-300)[:, None]
+    if binary:
+        rec = np.zeros(len(tri), _STL_BINARY)
+        rec["normal"], rec["v"] = n, tri
+        header = ("%s binary STL" % name).encode("ascii")[:80].ljust(80, b" ")
+        with open(path, "wb") as fh:
+            fh.write(header + np.uint32(len(tri)).tobytes() + rec.tobytes())
+        return
+    with open(path, "w") as fh:
+        fh.write("solid %s\n" % name)
+        for k in range(len(tri)):
+            fh.write("  facet normal %.17g %.17g %.17g\n    outer loop\n" % tuple(n[k]))
+            for v in tri[k]:
+                fh.write("      vertex %.17g %.17g %.17g\n" % tuple(v))
+            fh.write("    endloop\n  endfacet\n")
+        fh.write("endsolid %s\n" % name)
+
+
 def read_stl(path):
     with open(path, "rb") as fh:
         data = fh.read()

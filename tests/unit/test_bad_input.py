@@ -305,3 +305,31 @@ def test_wrap_of_far_position_terminates():
     x = np.asarray(arr)[:, 0]
     assert np.all((x >= 0.0) & (x < 1.0))
     assert x[0] == 0.5 and abs(x[2] - 0.25) < 1e-10
+
+
+# ---------------------------------------------------------------- mesh walls
+def test_mesh_wall_bad_arguments(tmp_path):
+    from pdem.contact import shapes
+    sim = make_sim()
+    square = shapes.rectangle((0, 0), (1, 1), 0.0, 1)
+    input_error(lambda: sim.add_mesh_wall(square, "m", mode="fast"), "mode", "'fast'")
+    input_error(lambda: sim.add_mesh_wall(square, "m", cutoff_angle=-5.0), "cutoff_angle", "-5.0")
+    input_error(lambda: sim.add_mesh_wall(square, "m", velocity=(1, 0, 0),
+                                          vertex_velocities=np.zeros((4, 3))), "not both")
+    input_error(lambda: sim.add_mesh_wall(square, "m", vertex_velocities=np.zeros((3, 3))),
+                "vertex_velocities", "(3, 3)")
+    input_error(lambda: sim.add_mesh_wall(square, "m", angular_velocity=(0, float("nan"), 0)),
+                "angular_velocity")
+    input_error(lambda: sim.add_mesh_wall(square, "stone"), "stone")
+    input_error(lambda: sim.add_mesh_wall(str(tmp_path / "none.stl"), "m"), "none.stl",
+                "no such file")
+    assert len(sim.mesh_walls) == 0
+
+
+def test_ball_touching_too_many_facets_stops_with_id():
+    from pdem.contact import shapes
+    sim = make_sim(skin=0.01, check_timestep=False)
+    sim.add_mesh_wall(shapes.rectangle((0.2, 0.2), (0.8, 0.8), 0.1, 40), "m")
+    sim.add_spheres([[0.5, 0.5, 0.13]], 0.1, "m")
+    with pytest.raises(pdem.SimulationError, match=r"particle id 0 .* facets of mesh wall 0"):
+        sim.step()

@@ -262,3 +262,21 @@ def test_reader_errors(tmp_path):
     F[4] = F[4][::-1]
     write_stl_ascii(tmp_path / "flip.stl", CUBE_V[F])
     input_error(lambda: Mesh.read(tmp_path / "flip.stl"), "flip.stl", "facet 4")
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_stl_written_by_pdem_reads_back(tmp_path, binary):
+    """write_stl then Mesh.read: the same triangles (vertex order aside), the same
+    normals; float32 (binary) or exact (ASCII) coordinates."""
+    from pdem.contact import shapes
+    from pdem.contact.mesh_files import write_stl
+    m = shapes.frustum(0.0, 0.3, 1.0, 1.1, n_around=12, n_along=2)
+    path = tmp_path / "hopper.stl"
+    write_stl(path, m.vertices, m.facets, binary=binary)
+    r = Mesh.read(path)
+    want = m.vertices.astype(np.float32).astype(float) if binary else m.vertices
+    def triangles(mesh, v):
+        return sorted(map(tuple, np.round(v[mesh.facets].reshape(-1, 9), 12)))
+    assert triangles(r, r.vertices) == triangles(m, want)
+    assert r.n_vertices == m.n_vertices
+    assert np.allclose(np.sort(r.normals, axis=0), np.sort(m.normals, axis=0), atol=1e-6)

@@ -10,6 +10,7 @@ from pdem._kernels.facets import closest_points
 from pdem.contact import shapes
 from pdem.contact.associative import resolve_full, resolve_reduced
 from pdem.contact.mesh import Mesh
+from test_associative import folded_sheet
 
 KN = 1e4
 
@@ -57,18 +58,6 @@ CASES = [(shapes.rectangle((0, 0), (1, 1), 0.0, 4), (0.5, 0.5, 0.09), 0.1),
          (shapes.rectangle((0, 0), (1, 1), 0.0, 8), (0.43, 0.61, 0.4), 0.5),
          (shapes.box((0, 0, 0), (1, 1, 1), 2), (0.09, 0.5, 0.09), 0.1),
          (shapes.box((0, 0, 0), (1, 1, 1), 2), (0.08, 0.07, 0.09), 0.1)]
-
-
-def folded_sheet(n_sheets, gap=0.05):
-    """Zig-zag sheets (xz profile (0, 0), (gap, 1), (2 gap, 0), ...) extruded along y:
-    2 sheets make a sliver, 3 a folded wedge (seed Figure 8)."""
-    prof = [(k * gap, float(k % 2)) for k in range(n_sheets + 1)]
-    V = [(x, y, z) for x, z in prof for y in (-1.0, 1.0)]
-    F = []
-    for k in range(n_sheets):
-        a, b, c, d = 2 * k, 2 * k + 1, 2 * k + 3, 2 * k + 2
-        F += [(a, b, c), (a, c, d)]
-    return Mesh(np.array(V), np.array(F))
 
 
 @pytest.mark.parametrize("mode", ["reduced", "full"])
