@@ -2,6 +2,7 @@
 particles, contacts and wall loads, bit for bit, on any number of ranks; each rank
 searches only the facets near its subdomain."""
 import os
+import sys
 import xml.etree.ElementTree as ET
 
 import h5py
@@ -107,3 +108,20 @@ def test_result_file_holds_mesh_walls_and_their_loads(shared_dir):
                 dset = item.text.strip().split(":")[1]
                 shape = tuple(int(d) for d in item.get("Dimensions").split())
                 assert f[dset].shape == shape, dset
+
+
+@pytest.mark.mpi(min_size=1)
+def test_sliding_ball_across_rank_boundaries_is_identical():
+    """The unit test's ball sliding across 2,048 facets, in a domain cut between ranks
+    along its path: its contact row migrates with it; the force history has the same
+    bits as on one rank."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "unit"))
+    from test_mesh_walls import slide
+    comm = MPI.COMM_WORLD
+    force, centre = slide(32, steps=3500, comm=comm, half=0.05)
+    ref = comm.bcast(slide(32, steps=3500, comm=MPI.COMM_SELF, half=0.05)[0]
+                     if comm.rank == 0 else None, root=0)
+    assert np.array_equal(force, ref)
+    if comm.size > 1:        # the path crosses a cut between ranks
+        cuts = np.linspace(-0.05, 0.05, comm.size + 1)[1:-1] if comm.size < 4 else [0.0]
+        assert any(centre[0, 0] < c < centre[-1, 0] for c in cuts), (centre[[0, -1], 0], cuts)

@@ -16,9 +16,9 @@ KN = 1e4
 
 
 def scene(mesh=None, plane=None, mode="reduced", cutoff_angle=20.0, friction=0.5, gamma_n=0.0,
-          dt=2e-5, gravity=(0.0, 0.0, -9.81), **wall):
-    dom = pdem.Domain(lo=(-2.0, -2.0, -2.0), hi=(2.0, 2.0, 2.0))
-    sim = pdem.Simulation(dom, dt=dt, gravity=gravity, skin=0.002)
+          dt=2e-5, gravity=(0.0, 0.0, -9.81), comm=None, half=2.0, **wall):
+    dom = pdem.Domain(lo=(-half, -half, -half), hi=(half, half, half))
+    sim = pdem.Simulation(dom, dt=dt, gravity=gravity, skin=0.002, comm=comm)
     sim.material("m", density=2500.0, kn=KN, friction=friction, gamma_n=gamma_n)
     if mesh is not None:
         sim.add_mesh_wall(mesh, "m", mode=mode, cutoff_angle=cutoff_angle, **wall)
@@ -81,13 +81,14 @@ def test_kernel_matches_reference_rules(mode, case):
 
 
 # ------------------------------------------------------------ continuity across facets
-def slide(n_facets_side, steps=3000):
+def slide(n_facets_side, steps=3000, comm=None, half=2.0):
     """A ball pressed by gravity, driven sideways at a prescribed velocity across a flat
     square wall of 2 n^2 facets (n = 0: an infinite plane): force history."""
+    kw = dict(gamma_n=50.0, comm=comm, half=half)
     if n_facets_side:
-        sim = scene(shapes.rectangle((-0.1, -0.1), (0.1, 0.1), 0.0, n_facets_side), gamma_n=50.0)
+        sim = scene(shapes.rectangle((-0.1, -0.1), (0.1, 0.1), 0.0, n_facets_side), **kw)
     else:
-        sim = scene(plane=((0, 0, 0), (0, 0, 1)), gamma_n=50.0)
+        sim = scene(plane=((0, 0, 0), (0, 0, 1)), **kw)
     m = 2500.0 * 4.0 / 3.0 * np.pi * 0.01 ** 3
     ids = sim.add_spheres([[-0.031, -0.0237, 0.01 - m * 9.81 / KN]], [0.01], "m")
     sim.set_velocity(ids, velocity=(0.5, 0.2, 0.0), angular_velocity=(0.0, 0.0, 0.0))
@@ -95,10 +96,10 @@ def slide(n_facets_side, steps=3000):
     force, centre = [], []
     for _ in range(steps):
         sim.step()
-        c = sim.contacts()
+        c = sim.contacts(gather=True)
         assert len(c["id1"]) == 1
         force.append(c["force"][0])
-        centre.append(sim.particles()["position"][0])
+        centre.append(sim.particles(gather=True)["position"][0])
     return np.array(force), np.array(centre)
 
 
