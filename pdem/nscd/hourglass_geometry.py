@@ -186,3 +186,59 @@ def neck_of_segments(x0, x1, samples=2001):
         y = ys[at[0]]
         xs = _crossings(x0, x1, y)
     return float(y), float(xs[0]), float(xs[1])
+
+
+def fill_above(x0, x1, y_floor, radius, polydispersity=0.2, count=None, fill_height=None,
+               gap=0.05, seed=0):
+    """Disks filling the inside of the outline (x0, x1) above the height y_floor,
+    lowest first: (positions (n, 2), radii (n,)), deterministic for a given seed.
+
+    Radii are uniform in radius * [1 - polydispersity, 1 + polydispersity]. Each disk
+    sits in its own cell of a triangular lattice of spacing 2 r_max (1 + gap), shifted
+    at random inside the cell by no more than the slack, so no two disks overlap and
+    none touches a wall. count: take the `count` lowest cells; fill_height: take the
+    cells whose centre is less than fill_height above y_floor (one of the two is
+    given). InputError when the outline has fewer cells than asked."""
+    r = _positive("radius", radius)
+    pd = float(polydispersity)
+    if not 0.0 <= pd < 1.0:
+        raise InputError("fill: polydispersity must be in [0, 1), got %r" % (polydispersity,))
+    if (count is None) == (fill_height is None):
+        raise InputError("fill: give either count or fill_height")
+    x0 = np.asarray(x0, np.float64)
+    x1 = np.asarray(x1, np.float64)
+    rmax = r * (1.0 + pd)
+    s = 2.0 * rmax * (1.0 + gap)
+    lo = np.minimum(x0, x1).min(axis=0)
+    hi = np.maximum(x0, x1).max(axis=0)
+    dy = s * math.sqrt(3.0) / 2.0
+    rows = np.arange(float(y_floor) + 0.5 * s, hi[1], dy)
+    if fill_height is not None:
+        rows = rows[rows <= float(y_floor) + _positive("fill_height", fill_height)]
+    cols = np.arange(lo[0], hi[0] + s, s)
+    sites = [np.c_[cols + (0.5 * s if k % 2 else 0.0), np.full(len(cols), y)]
+             for k, y in enumerate(rows)]
+    sites = np.concatenate(sites) if sites else np.empty((0, 2))
+    ok = inside_polygon(sites, x0, x1)
+    sites = sites[ok]
+    sites = sites[distance_to_segments(sites, x0, x1) >= 0.5 * s]
+    order = np.lexsort((sites[:, 0], sites[:, 1]))
+    sites = sites[order]
+    if count is not None:
+        count = int(count)
+        if count < 1:
+            raise InputError("fill: count must be a positive integer, got %r" % (count,))
+        if count > len(sites):
+            raise InputError("fill: only %d disks of radius up to %g fit above y = %g, %d "
+                             "asked" % (len(sites), rmax, y_floor, count))
+        sites = sites[:count]
+    elif not len(sites):
+        raise InputError("fill: no disk of radius %g fits below fill height %g"
+                         % (rmax, fill_height))
+    rng = np.random.default_rng(seed)
+    radii = r * (1.0 + pd * rng.uniform(-1.0, 1.0, len(sites)))
+    slack = 0.5 * s - radii
+    angle = rng.uniform(0.0, 2.0 * math.pi, len(sites))
+    dist = slack * np.sqrt(rng.uniform(0.0, 1.0, len(sites))) * 0.999
+    pos = sites + dist[:, None] * np.c_[np.cos(angle), np.sin(angle)]
+    return pos, radii
