@@ -279,18 +279,35 @@ class GrainProblem:
         alert = _positive("alert", alert, allow_zero=True)
         self._grains()
         n = self.n
+        ids = self._global_ids()
         bad = np.flatnonzero(~np.all(np.isfinite(self.x), axis=1))
         if len(bad):
             raise SimulationError("time %g: x[%d] is not finite: %r (a diverging solve? see "
                                   "the ConvergenceWarnings)" % (self.time, bad[0],
                                                                 self.x[bad[0]].tolist()))
-        ids = np.arange(n, dtype=np.int64)
+        order = np.argsort(ids, kind="stable")
         seg = np.ascontiguousarray(self.segments.reshape(len(self.segments), 2 * self.dim))
-        out = _k.detect(self.x, self.r, ids, ids, n, alert, seg,
+        out = _k.detect(self.x, self.r, ids, order, self._n_owned(), alert, seg,
                         np.ascontiguousarray(self.disks), np.ascontiguousarray(self.plane_points),
                         np.ascontiguousarray(self.plane_normals), self.threads)
         self._set_contacts(*out)
         return len(out[0])
+
+    # ------------------------------------------------------------ hooks
+    # pdem.nscd.parallel overrides these: rows [0, n_owned) are owned grains, the
+    # others ghost copies; one process owns every grain and ids are row numbers.
+    def _n_owned(self):
+        return self.n
+
+    def _global_ids(self):
+        return np.arange(self.n, dtype=np.int64)
+
+    def _any_contacts(self, m):
+        return m > 0
+
+    def _end_sweep(self, res):
+        """After each sweep: make ghost velocities current, return the global residual."""
+        return res
 
     # ------------------------------------------------------------ solvers
     def _check_solve(self, tol, dt, itmax):
@@ -324,10 +341,11 @@ class GrainProblem:
         itmax sweeps: ConvergenceWarning). Returns the number of sweeps (0 without
         contacts)."""
         tol, dt, itmax = self._check_solve(tol, dt, itmax)
-        if len(self._kind) == 0:
+        if not self._any_contacts(len(self._kind)):
             return self._finish("nlgs", 0, 0.0, tol, dt, itmax)
         w = self._prepare(dt)
-        movable = np.ones(self.n, np.int8)
+        movable = np.zeros(self.n, np.int8)
+        movable[:self._n_owned()] = 1
         projected = int(self.normal_rule == "projected")
         res, it = np.inf, 0
         while it < itmax and not res < tol / dt:
@@ -335,6 +353,7 @@ class GrainProblem:
                                 self._wt, self._target, self.v, w, self.r, self.m,
                                 self._inv_inertia, self.friction, projected, self._pn,
                                 self._pt, movable)
+            res = self._end_sweep(res)
             it += 1
         return self._finish("nlgs", it, res, tol, dt, itmax)
 
@@ -344,7 +363,7 @@ class GrainProblem:
         order: the same bits for any thread count). Same criterion as NLGS."""
         tol, dt, itmax = self._check_solve(tol, dt, itmax)
         m = len(self._kind)
-        if m == 0:
+        if not self._any_contacts(m):
             return self._finish("jacobi", 0, 0.0, tol, dt, itmax)
         w = self._prepare(dt)
         start, entry = _k.grain_lists(self._kind, self._ci, self._cj, self.n)
@@ -359,8 +378,9 @@ class GrainProblem:
             res = _k.sweep_jacobi(self._kind, self._ci, self._cj, self._normal, self._W,
                                   self._wt, self._target, self.v, w, self.r, self.m,
                                   self._inv_inertia, self.friction, projected, relax,
-                                  self._pn, self._pt, start, entry, inc, res_c, self.n,
-                                  self.threads)
+                                  self._pn, self._pt, start, entry, inc, res_c,
+                                  self._n_owned(), self.threads)
+            res = self._end_sweep(res)
             it += 1
         return self._finish("jacobi", it, res, tol, dt, itmax)
 
