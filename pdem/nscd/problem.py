@@ -84,7 +84,7 @@ def _vectors(name, value, dim, n=None):
     return np.ascontiguousarray(a)
 
 
-def _scalars(name, value, n, positive=True, allow_inf=False):
+def _scalars(name, value, n):
     """(n,) float array from a scalar or n values, each finite and > 0."""
     try:
         a = np.array(value, dtype=float)
@@ -95,8 +95,7 @@ def _scalars(name, value, n, positive=True, allow_inf=False):
         a = np.full(n, float(a))
     if a.shape != (n,):
         raise InputError("%s must be a number or have shape (%d,), got %s" % (name, n, a.shape))
-    ok = (np.isfinite(a) | (allow_inf & (a == np.inf))) & ((a > 0.0) if positive else True)
-    bad = np.flatnonzero(~ok)
+    bad = np.flatnonzero(~(np.isfinite(a) & (a > 0.0)))
     if len(bad):
         raise InputError("%s[%d] must be a finite number > 0, got %r"
                          % (name, bad[0], float(a[bad[0]])))

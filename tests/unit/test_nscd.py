@@ -618,3 +618,28 @@ def test_bad_input():
     _err(lambda: p.step(1e-3, 1e-6, 0.01, solver="sor"), "solver", "'sor'")
     _err(lambda: p.detect_contacts(-0.1), "alert", "-0.1")
     assert p.time == 0.0 and np.all(p.v == 0.0)
+
+
+# ---------------------------------------------------------------- attributes
+def test_masses_inertia_indices_and_writable_state():
+    p = GrainProblem(dim=2)
+    ids = p.add_grains([[0, 0], [1, 0]], [0.1, 0.2], density=[1000.0, 10.0])
+    np.testing.assert_array_equal(ids, [0, 1])
+    np.testing.assert_allclose(p.m, [math.pi * 0.01 * 1000.0, math.pi * 0.04 * 10.0])
+    np.testing.assert_allclose(p.inertia, 0.5 * p.m * p.r ** 2)
+    np.testing.assert_array_equal(p.add_grains([[3, 0]], 0.1, mass=2.0), [2])
+    assert p.m[2] == 2.0 and p.x.shape == (3, 2) and p.omega.shape == (3,)
+    q = GrainProblem(dim=3)
+    q.add_grains([[0, 0, 0]], 0.1, density=1000.0)
+    assert q.m[0] == pytest.approx(4.0 / 3.0 * math.pi * 1e-3 * 1000.0)
+    assert q.inertia[0] == pytest.approx(0.4 * q.m[0] * 0.01)
+    assert q.omega.shape == (1, 3) and q.orientation.shape == (1, 4)
+    # a course script may overwrite the state with lists or other dtypes
+    p.v = [[0.0, 1.0], [0.0, 0.0], [0.0, 0.0]]
+    p.x[2] = [0.5, 0.0]
+    p.step(1e-3, 1e-9, 0.5)
+    assert isinstance(p.v, np.ndarray) and p.v.dtype == np.float64
+    assert set(p.contacts) == {"kind", "i", "j", "normal", "gap", "impulse_n", "impulse_t"}
+    p.x = np.zeros((2, 2))
+    with pytest.raises(InputError, match=r"x must have shape \(3, 2\)"):
+        p.step(1e-3, 1e-9, 0.5)
