@@ -2,7 +2,7 @@
 lines of "hourglass.msh"). All lengths in metres.
 
     python examples/hourglass/geometry.py -o results/hourglass.msh \
-        --bulb-width 0.3 --neck-width 0.06 --height 0.8
+        --bulb-width 0.12 --neck-width 0.03 --height 0.7
 
 The walls are the line elements of the file (physical group "walls"); run.py reads
 them as boundary segments. Open the file in the Gmsh GUI to look at it.
@@ -17,7 +17,7 @@ from pdem.errors import InputError
 from pdem.nscd.hourglass_geometry import build_hourglass_msh, neck_of_segments
 from pdem.nscd.msh_segments import read_msh_segments
 
-DEFAULTS = dict(bulb_width=0.2, neck_width=0.045, height=0.6, funnel_angle=50.0,
+DEFAULTS = dict(bulb_width=0.12, neck_width=0.03, height=0.7, funnel_angle=45.0,
                 neck_length=None, mesh_size=None)
 
 

@@ -3,7 +3,7 @@ hourglass"; the course's hourglassRun.py): frictionless, perfectly inelastic dis
 fall through the neck under gravity; the walls are the boundary segments of a Gmsh
 file (with boundary disks at their ends).
 
-    python examples/hourglass/run.py -o results/hourglass/hourglass.h5 [--grains 300]
+    python examples/hourglass/run.py -o results/hourglass/hourglass.h5 [--fill-height 0.15]
     mpirun -n 2 python -m mpi4py examples/hourglass/run.py -o ... (parallel solver)
     python examples/hourglass/run.py --msh my_hourglass.msh ...  (your own walls)
 
@@ -52,16 +52,21 @@ def parser():
     g = p.add_argument_group("grains")
     fill = g.add_mutually_exclusive_group()
     fill.add_argument("--grains", type=int, default=None,
-                      help="number of disks, lowest lattice cells first (default 300)")
+                      help="number of disks, lowest lattice cells first")
     fill.add_argument("--fill-height", type=float, default=None,
-                      help="fill the upper bulb up to this height above the neck (m)")
-    g.add_argument("--radius", type=float, default=0.003, help="mean radius (m)")
+                      help="fill the upper bulb up to this height above the neck (m; "
+                           "default 0.15 when --grains is not given)")
+    g.add_argument("--radius", type=float, default=0.002,
+                   help="mean radius (m, default %(default)s)")
     g.add_argument("--polydispersity", type=float, default=0.2,
                    help="radii uniform in radius * (1 +- this) (default %(default)s)")
     g.add_argument("--density", type=float, default=2500.0,
                    help="density (kg/m^3) of the grains, spheres of radius r in one layer "
                         "(as between the glass plates of a flat hourglass): mass = "
                         "density * 4/3 pi r^3 (default %(default)s, glass)")
+    g.add_argument("--friction", type=float, default=0.0,
+                   help="Coulomb friction coefficient, grains and walls (default 0: the "
+                        "seed's frictionless grains)")
     g.add_argument("--seed", type=int, default=1, help="random seed of the fill")
     s = p.add_argument_group("solver")
     s.add_argument("--dt", type=float, default=5e-4, help="time step (s)")
@@ -84,18 +89,27 @@ def parser():
 
 
 # ------------------------------------------------------------------ problem
-def make_problem(comm, threads):
-    """A GrainProblem on one rank; the MPI solver (pdem.nscd.parallel) on several."""
-    kw = dict(dim=2, gravity=(0.0, -9.81), friction=0.0, restitution=0.0, threads=threads)
+def make_problem(comm, threads, friction, x0, x1):
+    """A GrainProblem on one rank; pdem.nscd.parallel.ParallelGrainProblem on several,
+    over the walls' bounding box (a little larger) cut by MPI.Compute_dims."""
+    kw = dict(dim=2, gravity=(0.0, -9.81), friction=friction, restitution=0.0,
+              threads=threads)
     if comm is None or comm.size == 1:
         from pdem.nscd import GrainProblem
         return GrainProblem(**kw)
-    try:
-        from pdem.nscd.parallel import ParallelGrainProblem
-    except ImportError as err:
-        raise InputError("hourglass run on %d ranks needs pdem.nscd.parallel (%s): run it on "
-                         "one rank" % (comm.size, err))
-    return ParallelGrainProblem(comm=comm, **kw)
+    from pdem.nscd.parallel import ParallelGrainProblem
+    lo = np.minimum(x0, x1).min(axis=0)
+    hi = np.maximum(x0, x1).max(axis=0)
+    pad = 0.01 * float((hi - lo).max())
+    return ParallelGrainProblem(lo - pad, hi + pad, comm=comm, **kw)
+
+
+def full_state(p):
+    """(x, v, r, m) of every grain ordered by id, on every rank (collective)."""
+    if hasattr(p, "gather"):
+        g = p.gather()
+        return g["x"], g["v"], g["r"], g["m"]
+    return p.x.copy(), p.v.copy(), p.r.copy(), p.m.copy()
 
 
 def local_state(p):
@@ -110,14 +124,41 @@ def allsum(comm, value):
     return value if comm is None or comm.size == 1 else comm.allreduce(value)
 
 
-def min_gap(p, x0, x1, comm=None):
-    """Smallest surface gap of the potential contacts of the last detection, measured
-    on the current positions (negative: overlap). NaN when there is no contact."""
-    c = getattr(p, "contacts", None) or {}
-    d = c.get("d") if isinstance(c, dict) else None
-    g = float(np.min(d)) if d is not None and len(d) else math.inf
+def contact_gaps(p):
+    """Surface gaps of the listed potential contacts measured on the current positions
+    (after the step's position update; negative: overlap). The contact list holds
+    every pair closer than the alert distance at the step's start, and no grain moves
+    by more than the alert distance in one step, so this sees every overlap."""
+    c = p.contacts
+    kind, i, j = np.asarray(c["kind"]), np.asarray(c["i"]), np.asarray(c["j"])
+    x, r = np.asarray(p.x), np.asarray(p.r)
+    gaps = np.full(len(kind), np.inf)
+    k = kind == 0
+    gaps[k] = np.linalg.norm(x[i[k]] - x[j[k]], axis=1) - r[i[k]] - r[j[k]]
+    k = kind == 1
+    if np.any(k):
+        a, b = p.segments[j[k], 0], p.segments[j[k], 1]
+        t = b - a
+        s = np.clip(np.einsum("ij,ij->i", x[i[k]] - a, t) / np.einsum("ij,ij->i", t, t),
+                    0.0, 1.0)
+        gaps[k] = np.linalg.norm(x[i[k]] - (a + s[:, None] * t), axis=1) - r[i[k]]
+    k = kind == 2
+    if np.any(k):
+        gaps[k] = np.linalg.norm(x[i[k]] - p.disks[j[k]], axis=1) - r[i[k]]
+    k = kind == 3
+    if np.any(k):
+        gaps[k] = np.einsum("ij,ij->i", x[i[k]] - p.plane_points[j[k]],
+                            p.plane_normals[j[k]]) - r[i[k]]
+    return gaps
+
+
+def min_gap(p, comm=None):
+    """Smallest gap of contact_gaps (NaN without contacts, and on several ranks,
+    where the contact list names ghost rows that the step has dropped)."""
     if comm is not None and comm.size > 1:
-        g = comm.allreduce(g, op=__import__("mpi4py.MPI").MPI.MIN)
+        return float("nan")
+    gaps = contact_gaps(p)
+    g = float(gaps.min()) if len(gaps) else math.inf
     return g if math.isfinite(g) else float("nan")
 
 
@@ -220,9 +261,10 @@ def setup(args, comm=None, log=print):
             comm.Barrier()
     x0, x1 = read_msh_segments(msh)
     neck = neck_of_segments(x0, x1)
-    n = args.grains if args.grains is not None or args.fill_height is not None else 300
-    pos, rad = fill_above(x0, x1, neck[0], args.radius, args.polydispersity, count=n,
-                          fill_height=args.fill_height, seed=args.seed)
+    fill = args.fill_height if args.grains is not None or args.fill_height is not None \
+        else 0.15
+    pos, rad = fill_above(x0, x1, neck[0], args.radius, args.polydispersity,
+                          count=args.grains, fill_height=fill, seed=args.seed)
     return x0, x1, neck, pos, rad, msh
 
 
@@ -235,7 +277,8 @@ def gate(neck, margin):
 def simulate(args, comm=None, on_step=None, log=print, write=True):
     """Run the hourglass described by `args` (parser() namespace). Returns a dict
     with the series (numpy arrays) and the results (flow rate, R^2, timings).
-    on_step(p, t) is called after every discharge step (tests check overlaps)."""
+    on_step(p, t, phase) is called after every step, phase "settle" (t < 0, the gate
+    closed) or "discharge" (t > 0): tests check overlaps there."""
     rank = 0 if comm is None else comm.rank
     say = log if rank == 0 else (lambda *a, **k: None)
     clock = time.perf_counter()
@@ -250,23 +293,22 @@ def simulate(args, comm=None, on_step=None, log=print, write=True):
 
     # 1. settle on the closed gate
     g0, g1 = gate(neck, 2.0 * args.radius)
-    p = make_problem(comm, args.threads)
+    p = make_problem(comm, args.threads, args.friction, x0, x1)
     p.add_segments(np.r_[x0, g0], np.r_[x1, g1], end_disks=True)
     p.add_grains(pos, rad, mass=mass)
     nsettle = int(round(args.settle / args.dt))
-    for _ in range(nsettle):
+    for k in range(nsettle):
         p.step(args.dt, tol, alert, solver=args.solver, itmax=args.itmax)
-    ids, x, v, r, m = local_state(p)
+        if on_step is not None:
+            on_step(p, (k + 1 - nsettle) * args.dt, "settle")
+    x, v, r, m = full_state(p)
     say("settled %d steps (%.3g s), max speed %.3g m/s" % (
-        nsettle, nsettle * args.dt, float(np.sqrt((v ** 2).sum(axis=1)).max()) if len(v)
-        else 0.0))
+        nsettle, nsettle * args.dt, float(np.sqrt((v ** 2).sum(axis=1)).max())))
 
     # 2. open the gate: a new problem without it, same grains and velocities
-    order = np.argsort(ids)
-    p = make_problem(comm, args.threads)
+    p = make_problem(comm, args.threads, args.friction, x0, x1)
     p.add_segments(x0, x1, end_disks=True)
-    p.add_grains(np.array(x[order]), np.array(r[order]), mass=np.array(m[order]),
-                 v=np.array(v[order]))
+    p.add_grains(x, r, mass=m, v=v)
     attrs = {k: v for k, v in vars(args).items() if not callable(v)}
     attrs.update(msh_path=os.path.abspath(msh), tol_used=tol, alert_used=alert,
                  neck_y=neck[0], neck_x=np.array(neck[1:]), n_grains=len(rad),
@@ -298,15 +340,17 @@ def simulate(args, comm=None, on_step=None, log=print, write=True):
         step += 1
         t = step * args.dt
         series["iterations"].append(int(it))
-        series["contacts"].append(allsum(comm, len(p.contacts["d"])))
-        series["min_gap"].append(min_gap(p, x0, x1, comm))
+        series["contacts"].append(allsum(comm, len(p.contacts["gap"])))
+        series["min_gap"].append(min_gap(p, comm))
         if on_step is not None:
-            on_step(p, t)
+            on_step(p, t, "discharge")
     wall = time.perf_counter() - step_clock
     series = {k: np.asarray(v) for k, v in series.items()}
     rate, icpt, r2, t_lo, t_hi = flow_rate_fit(series["time"], series["mass_below"], total)
     its = series["iterations"][1:]
-    results = dict(flow_rate=rate, flow_rate_r2=r2, fit_t0=t_lo, fit_t1=t_hi,
+    gaps = series["min_gap"][1:]
+    deepest = max(0.0, -float(np.nanmin(gaps))) if np.any(np.isfinite(gaps)) else 0.0
+    results = dict(max_overlap=deepest, flow_rate=rate, flow_rate_r2=r2, fit_t0=t_lo, fit_t1=t_hi,
                    fit_intercept=icpt, discharge_time=(done_at * args.dt if done_at else
                                                        float("nan")),
                    steps=step, mean_iterations=float(its.mean()) if len(its) else 0.0,
@@ -322,6 +366,7 @@ def simulate(args, comm=None, on_step=None, log=print, write=True):
     say("iterations per step: mean %.1f, max %d (%s, tol %.3g m); contacts per step: "
         "mean %.0f" % (results["mean_iterations"], results["max_iterations"], args.solver,
                        tol, series["contacts"][1:].mean() if step else 0))
+    say("deepest overlap after a step: %.3g m (%.3g tol)" % (deepest, deepest / tol))
     say("flow rate %.5g kg/s (%.1f grains/s), R^2 = %.5f over t = %.3f-%.3f s (20-80 %% "
         "of the mass)" % (rate, rate / (total / len(rad)), r2, t_lo, t_hi))
     if out is not None:
