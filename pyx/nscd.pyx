@@ -38,7 +38,6 @@ their bounding box inflated by r_max + alert touches. Each grain visits the 3^di
 cells around it for grains and its own cell for boundaries: linear cost. Two
 passes (count, fill) in prange; each grain's partners are sorted by id.
 """
-cimport cython
 from cython.parallel cimport prange
 from libc.math cimport sqrt, fabs, floor, INFINITY
 from vecmath cimport v3, V, vadd, vsub, vscale, vdot, vcross, vnorm
@@ -137,8 +136,6 @@ cdef inline void _put(signed char[::1] kind, int[::1] ci, int[::1] cj, double[:,
     normal[k, 0] = n.x; normal[k, 1] = n.y; normal[k, 2] = n.z
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
 cdef long _visit(long a, int dim, const double[:, ::1] x, const double[::1] r,
                  const long[::1] ids, long n_own, double alert,
                  const double[:, ::1] seg, const double[:, ::1] disk,
@@ -263,8 +260,6 @@ cdef tuple _bin_boxes(const double[:, ::1] lo_box, const double[:, ::1] hi_box, 
     return start_arr, mem_arr
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
 def detect(const double[:, ::1] x, const double[::1] r, const long[::1] ids,
            const long[::1] order, long n_own, double alert,
            const double[:, ::1] seg, const double[:, ::1] disk,
@@ -361,8 +356,6 @@ def detect(const double[:, ::1] x, const double[::1] r, const long[::1] ids,
 
 
 # ---------------------------------------------------------------- solver
-@cython.boundscheck(False)
-@cython.wraparound(False)
 def prepare(const signed char[::1] kind, const int[::1] ci, const int[::1] cj,
             const double[:, ::1] normal, const double[::1] gap,
             const double[:, ::1] v, const double[::1] r, const double[::1] m,
@@ -473,8 +466,6 @@ cdef inline double solve_at(Py_ssize_t c, const signed char[::1] kind, const int
                      relax, &pn[c], &pt[c, 0], dvi, dvj, dwi, dwj)
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
 def sweep_nlgs(const signed char[::1] kind, const int[::1] ci, const int[::1] cj,
                const double[:, ::1] normal, const double[::1] W, const double[::1] wt,
                const double[::1] target, double[:, ::1] v, double[:, ::1] w,
@@ -508,8 +499,6 @@ def sweep_nlgs(const signed char[::1] kind, const int[::1] ci, const int[::1] cj
     return res
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
 def grain_lists(const signed char[::1] kind, const int[::1] ci, const int[::1] cj,
                 long n_grains):
     """CSR of each grain's contacts in ascending contact order: entry 2 c + side
@@ -535,8 +524,6 @@ def grain_lists(const signed char[::1] kind, const int[::1] ci, const int[::1] c
     return start_arr, entry_arr
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
 cdef void _jacobi_contact(Py_ssize_t c, const signed char[::1] kind, const int[::1] ci,
                           const int[::1] cj, const double[:, ::1] normal,
                           const double[::1] W, const double[::1] wt,
@@ -555,8 +542,6 @@ cdef void _jacobi_contact(Py_ssize_t c, const signed char[::1] kind, const int[:
     inc[c, 9] = dwj.x; inc[c, 10] = dwj.y; inc[c, 11] = dwj.z
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
 def sweep_jacobi(const signed char[::1] kind, const int[::1] ci, const int[::1] cj,
                  const double[:, ::1] normal, const double[::1] W, const double[::1] wt,
                  const double[::1] target, double[:, ::1] v, double[:, ::1] w,
