@@ -62,8 +62,7 @@ class Scene:
         ax.set_xlim(lo[0] - pad, hi[0] + pad)
         ax.set_ylim(lo[1] - pad, hi[1] + pad)
         ax.set_aspect("equal")
-        ax.set_xticks([])
-        ax.set_yticks([])
+        ax.set_axis_off()
         self.ax, self.vmax, self.disks = ax, vmax, None
         self.title = ax.set_title("")
 

@@ -349,7 +349,9 @@ def simulate(args, comm=None, on_step=None, log=print, write=True):
     rate, icpt, r2, t_lo, t_hi = flow_rate_fit(series["time"], series["mass_below"], total)
     its = series["iterations"][1:]
     gaps = series["min_gap"][1:]
-    deepest = max(0.0, -float(np.nanmin(gaps))) if np.any(np.isfinite(gaps)) else 0.0
+    measured = comm is None or comm.size == 1
+    deepest = max(0.0, -float(np.nanmin(gaps))) if np.any(np.isfinite(gaps)) else (
+        0.0 if measured else float("nan"))
     results = dict(max_overlap=deepest, flow_rate=rate, flow_rate_r2=r2, fit_t0=t_lo, fit_t1=t_hi,
                    fit_intercept=icpt, discharge_time=(done_at * args.dt if done_at else
                                                        float("nan")),
@@ -366,7 +368,8 @@ def simulate(args, comm=None, on_step=None, log=print, write=True):
     say("iterations per step: mean %.1f, max %d (%s, tol %.3g m); contacts per step: "
         "mean %.0f" % (results["mean_iterations"], results["max_iterations"], args.solver,
                        tol, series["contacts"][1:].mean() if step else 0))
-    say("deepest overlap after a step: %.3g m (%.3g tol)" % (deepest, deepest / tol))
+    if measured:
+        say("deepest overlap after a step: %.3g m (%.3g tol)" % (deepest, deepest / tol))
     say("flow rate %.5g kg/s (%.1f grains/s), R^2 = %.5f over t = %.3f-%.3f s (20-80 %% "
         "of the mass)" % (rate, rate / (total / len(rad)), r2, t_lo, t_hi))
     if out is not None:

@@ -236,3 +236,25 @@ def test_gmsh_round_trip(tmp_path):
     # every segment lies on the outline: its middle is on one of the polygon's sides
     assert np.all(distance_to_segments(0.5 * (x0 + x1), v, np.roll(v, -1, axis=0)) < 1e-12)
     assert neck_of_segments(x0, x1)[0] == pytest.approx(0.5, abs=1e-3)
+
+
+def test_fill_above():
+    from pdem.nscd.hourglass_geometry import fill_above
+    v = hourglass_outline(0.12, 0.03, 0.7, funnel_angle=45.0)
+    x0, x1 = v, np.roll(v, -1, axis=0)
+    y = neck_of_segments(x0, x1)[0]
+    pos, r = fill_above(x0, x1, y, 0.002, 0.2, fill_height=0.1, seed=3)
+    assert len(pos) > 300 and np.all((r >= 0.0016) & (r <= 0.0024))
+    d = np.sqrt(((pos[:, None] - pos[None]) ** 2).sum(-1)) - r[:, None] - r[None]
+    np.fill_diagonal(d, np.inf)
+    assert d.min() > 0.0                                        # no overlap
+    assert np.all(distance_to_segments(pos, x0, x1) > r)        # no wall contact
+    assert np.all(inside_polygon(pos, x0, x1)) and np.all(pos[:, 1] - r >= y)
+    assert np.all(pos[:, 1] <= y + 0.1 + 0.0025)
+    again = fill_above(x0, x1, y, 0.002, 0.2, fill_height=0.1, seed=3)
+    assert np.array_equal(again[0], pos) and np.array_equal(again[1], r)
+    low, _ = fill_above(x0, x1, y, 0.002, 0.2, count=50, seed=3)
+    assert len(low) == 50 and low[:, 1].max() <= pos[:, 1].max()
+    input_error(lambda: fill_above(x0, x1, y, 0.002, 0.2, count=10 ** 6), "fit", "asked")
+    input_error(lambda: fill_above(x0, x1, y, 0.002, 1.5, count=5), "polydispersity")
+    input_error(lambda: fill_above(x0, x1, y, 0.002, 0.2), "count or fill_height")
