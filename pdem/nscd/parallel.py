@@ -35,7 +35,9 @@ class ParallelGrainProblem(GrainProblem):
     """GrainProblem on the ranks of `comm` (default MPI.COMM_WORLD) over the box
     [lo, hi) (dim components), cut into dims ranks per axis (default
     MPI.Compute_dims). Other arguments as GrainProblem. Between steps, x, v, omega, ...
-    hold the owned grains (global ids in `ids`); `gather()` returns the whole state."""
+    hold the owned grains (global ids in `ids`); `gather()` returns the whole state.
+    `contacts` keeps the last step's list, whose i and j are rows of that step's owned +
+    ghost arrays (ghost rows are dropped at the end of the step)."""
 
     def __init__(self, lo, hi, dim=2, comm=None, dims=None, **kw):
         super().__init__(dim=dim, **kw)
@@ -49,6 +51,11 @@ class ParallelGrainProblem(GrainProblem):
         self._own = None            # owned rows during a step (others are ghosts)
         self.received = 0           # grains received from other ranks, all steps
         self.ghosts = GhostExchange(self.dec)
+
+    @property
+    def n_owned(self):
+        """Grains this rank owns (rows [0, n_owned) of x, v, ...)."""
+        return self._n_owned()
 
     # ------------------------------------------------------------ hooks
     def _n_owned(self):
