@@ -27,7 +27,8 @@ Solver (one contact, increments of the impulse P = P_n n + P_t acting on i, -P o
           contact point (rotations included), P_t' = proj_{|P| <= mu P_n}(P_t - u_t / w_t),
           dP_t = P_t' - P_t applied to velocities and (b x dP_t) / I to omegas.
   The sweep residual is the largest |velocity correction|: |dv| and |dP_t| w_t.
-NLGS applies each contact at once, contacts in list order. Jacobi computes every
+NLGS applies each contact at once, contacts in list order (on several ranks each
+contact is solved once, by the owner of grain i, see sweep_nlgs). Jacobi computes every
 contact from the sweep's start velocities (prange over contacts) and then adds the
 increments per grain in ascending contact order (prange over grains): the same bits
 for any thread count.
@@ -471,9 +472,13 @@ def sweep_nlgs(const signed char[::1] kind, const int[::1] ci, const int[::1] cj
                const double[::1] target, double[:, ::1] v, double[:, ::1] w,
                const double[::1] r, const double[::1] m, const double[::1] inv_inertia,
                double mu, int projected, double[::1] pn, double[:, ::1] pt,
-               const signed char[::1] movable):
-    """One Gauss-Seidel sweep in list order, velocities updated after each contact;
-    only grains with movable[g] != 0 are written (ghost copies stay as received).
+               const signed char[::1] owned, double[:, ::1] ghost_dv,
+               double[:, ::1] ghost_dw):
+    """One Gauss-Seidel sweep in list order, velocities updated after each contact.
+    On several ranks (owned[g] == 0 for ghost rows) a contact is solved by the owner of
+    its grain i: contacts whose i is a ghost are skipped (the other rank solves them),
+    and the increments given to a ghost j are applied to the local copy (Gauss-Seidel
+    within the rank) and summed into ghost_dv, ghost_dw for its owner.
     Returns the largest |velocity correction|."""
     cdef Py_ssize_t nc = kind.shape[0], c
     cdef int i, j, dim = v.shape[1]
@@ -481,21 +486,25 @@ def sweep_nlgs(const signed char[::1] kind, const int[::1] ci, const int[::1] cj
     cdef v3 dvi, dvj, dwi, dwj
     with nogil:
         for c in range(nc):
+            i = ci[c]
+            if not owned[i]:
+                continue
             rc = solve_at(c, kind, ci, cj, normal, W, wt, target, v, w, r, m, inv_inertia,
                           mu, projected, 1.0, pn, pt, &dvi, &dvj, &dwi, &dwj)
             if rc > res:
                 res = rc
-            i = ci[c]
-            if movable[i]:
-                addv(v, i, dim, dvi)
-                if mu > 0.0:
-                    addw(w, i, dwi)
+            addv(v, i, dim, dvi)
+            if mu > 0.0:
+                addw(w, i, dwi)
             if kind[c] == 0:
                 j = cj[c]
-                if movable[j]:
-                    addv(v, j, dim, dvj)
+                addv(v, j, dim, dvj)
+                if mu > 0.0:
+                    addw(w, j, dwj)
+                if not owned[j]:
+                    addv(ghost_dv, j, dim, dvj)
                     if mu > 0.0:
-                        addw(w, j, dwj)
+                        addw(ghost_dw, j, dwj)
     return res
 
 

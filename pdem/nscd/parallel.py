@@ -14,9 +14,12 @@ whose global id is their position in the order of addition. A step is
     x += v dt (owned); grains that left the subdomain move to their new owner.
 Jacobi: a contact between two ranks is computed on both from identical copies, and each
 grain sums its increments in ascending contact order: the same bits on any number of
-ranks (and threads) as on one. NLGS becomes block Gauss-Seidel: Gauss-Seidel within a
-rank (ghosts keep the values of the sweep's start), Jacobi between ranks; on one rank
-it is the serial NLGS. Non-periodic boxes only.
+ranks (and threads) as on one. NLGS becomes block Gauss-Seidel: each contact is solved once,
+by the owner of its grain i, Gauss-Seidel within the rank (local ghost copies
+included); the increments given to ghosts are summed and sent back to their owners at
+the end of the sweep (reverse of the ghost swaps), then the ghosts are refreshed:
+Jacobi between ranks, one impulse per contact on both grains (momentum is kept). On
+one rank it is the serial NLGS. Non-periodic boxes only.
 """
 import numpy as np
 from mpi4py import MPI
@@ -67,7 +70,15 @@ class ParallelGrainProblem(GrainProblem):
     def _any_contacts(self, m):
         return self.comm.allreduce(int(m), op=MPI.SUM) > 0
 
-    def _end_sweep(self, res):
+    def _end_sweep(self, res, ghost_dv, ghost_dw):
+        if ghost_dv is not None:
+            self._reverse_ghosts([ghost_dv, ghost_dw])
+            own = self._own
+            w = self.omega.reshape(self.n, self._nw)
+            self.v[:own] += ghost_dv[:own]
+            w[:own] += ghost_dw[:own]
+            ghost_dv[:] = 0.0
+            ghost_dw[:] = 0.0
         self._refresh_ghosts()
         return self.comm.allreduce(float(res), op=MPI.MAX)
 
@@ -165,6 +176,28 @@ class ParallelGrainProblem(GrainProblem):
             c = 0
             for a in arrays:
                 a[first:first + count] = recv[:, c:c + a.shape[1]]
+                c += a.shape[1]
+
+    def _reverse_ghosts(self, arrays):
+        """Send the values of ghost rows back along the recorded swaps, in reverse order,
+        and add them to the source rows (LAMMPS "reverse communication"): a ghost of a
+        ghost reaches its owner through the rank that forwarded it."""
+        width = sum(a.shape[1] for a in arrays)
+        cart = self.comm
+        for k in range(len(self.ghosts.swaps) - 1, -1, -1):
+            sel, dest, source, first, count = self.ghosts.swaps[k]
+            reqs = []
+            recv = np.empty((len(sel), width))
+            if len(sel):
+                reqs.append(cart.Irecv(recv, source=dest, tag=500 + k))
+            if count:
+                send = np.ascontiguousarray(np.hstack([a[first:first + count] for a in arrays]))
+                reqs.append(cart.Isend(send, dest=source, tag=500 + k))
+            if reqs:
+                MPI.Request.Waitall(reqs)
+            c = 0
+            for a in arrays:
+                np.add.at(a, sel, recv[:, c:c + a.shape[1]])
                 c += a.shape[1]
 
     def _migrate(self):

@@ -304,8 +304,10 @@ class GrainProblem:
     def _any_contacts(self, m):
         return m > 0
 
-    def _end_sweep(self, res):
-        """After each sweep: make ghost velocities current, return the global residual."""
+    def _end_sweep(self, res, ghost_dv, ghost_dw):
+        """After each sweep: hand the increments NLGS gave to ghosts (ghost_dv, ghost_dw;
+        None for Jacobi) to their owners, make ghost velocities current, return the
+        global residual."""
         return res
 
     # ------------------------------------------------------------ solvers
@@ -343,16 +345,18 @@ class GrainProblem:
         if not self._any_contacts(len(self._kind)):
             return self._finish("nlgs", 0, 0.0, tol, dt, itmax)
         w = self._prepare(dt)
-        movable = np.zeros(self.n, np.int8)
-        movable[:self._n_owned()] = 1
+        owned = np.zeros(self.n, np.int8)
+        owned[:self._n_owned()] = 1
+        ghost_dv = np.zeros_like(self.v)
+        ghost_dw = np.zeros_like(w)
         projected = int(self.normal_rule == "projected")
         res, it = np.inf, 0
         while it < itmax and not res < tol / dt:
             res = _k.sweep_nlgs(self._kind, self._ci, self._cj, self._normal, self._W,
                                 self._wt, self._target, self.v, w, self.r, self.m,
                                 self._inv_inertia, self.friction, projected, self._pn,
-                                self._pt, movable)
-            res = self._end_sweep(res)
+                                self._pt, owned, ghost_dv, ghost_dw)
+            res = self._end_sweep(res, ghost_dv, ghost_dw)
             it += 1
         return self._finish("nlgs", it, res, tol, dt, itmax)
 
@@ -379,7 +383,7 @@ class GrainProblem:
                                   self._inv_inertia, self.friction, projected, relax,
                                   self._pn, self._pt, start, entry, inc, res_c,
                                   self._n_owned(), self.threads)
-            res = self._end_sweep(res)
+            res = self._end_sweep(res, None, None)
             it += 1
         return self._finish("jacobi", it, res, tol, dt, itmax)
 
