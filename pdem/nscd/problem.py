@@ -277,7 +277,6 @@ class GrainProblem:
         number of contacts."""
         alert = _positive("alert", alert, allow_zero=True)
         self._grains()
-        n = self.n
         ids = self._global_ids()
         bad = np.flatnonzero(~np.all(np.isfinite(self.x), axis=1))
         if len(bad):
