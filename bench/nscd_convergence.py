@@ -9,8 +9,9 @@ network, which is what the iterative solvers find hard: NLGS needs a number of s
 that grows with the column height, Jacobi more. For each size, solver and thread count
 the script times `--steps` steps (after one untimed warm-up step that builds
 nothing but warms the caches) and records the sweeps of each step, the contacts,
-the wall time per step and per contact-sweep. Sweeps are capped at --itmax (large
-sizes: the cap shows up as "capped" with the last residual).
+the wall time per step and per contact-sweep (on several ranks the contacts are the
+ranks' lists summed: a pair across a border counts twice). Sweeps are capped at
+--itmax (a capped run is flagged, with its last residual).
 
 Run on one process, or under MPI (the same script, pdem.nscd.parallel on every rank):
     python bench/nscd_convergence.py --sizes 1000,10000 --json bench/out/nscd_1.json

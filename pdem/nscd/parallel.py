@@ -40,7 +40,8 @@ class ParallelGrainProblem(GrainProblem):
     MPI.Compute_dims). Other arguments as GrainProblem. Between steps, x, v, omega, ...
     hold the owned grains (global ids in `ids`); `gather()` returns the whole state.
     `contacts` keeps the last step's list, whose i and j are rows of that step's owned +
-    ghost arrays (ghost rows are dropped at the end of the step)."""
+    ghost arrays (ghost rows are dropped at the end of the step). detect_contacts and
+    the solve_* methods are the stages of `step` (they need its ghosts): call step."""
 
     def __init__(self, lo, hi, dim=2, comm=None, dims=None, **kw):
         super().__init__(dim=dim, **kw)
