@@ -113,9 +113,9 @@ class ParallelGrainProblem(GrainProblem):
         if solver not in ("nlgs", "jacobi"):
             raise InputError("solver must be one of ('nlgs', 'jacobi'), got %r" % (solver,))
         self._grains()
-        self.v += self.gravity * dt
         cutoff = 2.0 * self.r_max + alert
         self.dec.check_thickness(cutoff)
+        self.v += self.gravity * dt
         self._build_ghosts(cutoff)
         try:
             self.detect_contacts(alert)

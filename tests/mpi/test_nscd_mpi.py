@@ -143,3 +143,16 @@ def test_empty_ranks_take_part():
         assert p.step(1e-3, 1e-9, 0.05, solver="jacobi") == q.step(1e-3, 1e-9, 0.05,
                                                                    solver="jacobi")
     np.testing.assert_array_equal(p.gather()["x"], q.x)
+
+
+@pytest.mark.mpi(min_size=2)
+def test_slabs_thinner_than_the_ghost_cutoff_are_refused_on_every_rank():
+    from pdem.errors import InputError
+    comm = MPI.COMM_WORLD
+    p = ParallelGrainProblem((0.0, 0.0), (0.03 * comm.size, 1.0), dim=2, comm=comm,
+                             dims=(comm.size, 1, 1), threads=1)
+    p.add_grains([[0.015, 0.5]], 0.01)
+    with pytest.raises(InputError, match="too small"):
+        p.step(1e-3, 1e-6, 0.02)                  # cutoff 2 r + alert = 0.04 > 0.03
+    assert p.time == 0.0 and np.all(p.v == 0.0)   # refused before anything moved
+    assert p.step(1e-3, 1e-6, 0.005) == 0         # cutoff 0.025: fine
