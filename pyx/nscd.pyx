@@ -20,6 +20,7 @@ Solver (one contact, increments of the impulse P = P_n n + P_t acting on i, -P o
   W   = (m_i + m_j) / (m_i m_j)   (seed W_nn; 1 / m_i for a boundary)
   w_t = W + r_i^2 / I_i + r_j^2 / I_j   (tangential Delassus diagonal of spheres)
   normal: dv = target - v_n, target = -max(0, d)/dt [- e u_n^- for an impact]
+          (overlaps: -beta d/dt with overlap_correction beta > 0; seed: beta = 0)
           seed rule (projected=0): dv = max(0, dv)          -> seed 003 exactly
           projected rule:          P_n + dv / W >= 0 (release allowed)
           v_i += dv / (W m_i) n,  v_j -= dv / (W m_j) n,  P_n += dv / W
@@ -360,13 +361,15 @@ def detect(const double[:, ::1] x, const double[::1] r, const long[::1] ids,
 def prepare(const signed char[::1] kind, const int[::1] ci, const int[::1] cj,
             const double[:, ::1] normal, const double[::1] gap,
             const double[:, ::1] v, const double[::1] r, const double[::1] m,
-            const double[::1] inv_inertia, double dt, double e,
+            const double[::1] inv_inertia, double dt, double e, double beta,
             double[::1] W, double[::1] wt, double[::1] target, double[::1] pn,
             double[:, ::1] pt, int n_threads):
     """Per-contact constants of a solve: seed W_nn, tangential Delassus w_t and the
     normal velocity target from the start velocities (restitution e): impacting
     contacts (u_n^- < 0 and d + u_n^- dt < 0) aim at -max(0, d)/dt - e u_n^-, the
-    others at -max(0, d)/dt (seed 003). Impulses start at zero."""
+    others at -max(0, d)/dt (seed 003); beta > 0 replaces max(0, d) by beta d for an
+    overlap (d < 0): a separating velocity that removes beta of it in the step.
+    Impulses start at zero."""
     cdef Py_ssize_t nc = kind.shape[0], c
     cdef int i, j, dim = v.shape[1], nt = max(1, n_threads)
     cdef double mi, mj, un, dpos
@@ -386,7 +389,7 @@ def prepare(const signed char[::1] kind, const int[::1] ci, const int[::1] cj,
             wt[c] = W[c] + r[i] * r[i] * inv_inertia[i]
             vj = V(0.0, 0.0, 0.0)
         un = vdot(vsub(ld(v, i, dim), vj), n)
-        dpos = gap[c] if gap[c] > 0.0 else 0.0
+        dpos = gap[c] if gap[c] > 0.0 else (beta * gap[c] if beta > 0.0 else 0.0)
         if e > 0.0 and un < 0.0 and gap[c] + un * dt < 0.0:
             target[c] = -dpos / dt - e * un
         else:

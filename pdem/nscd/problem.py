@@ -113,10 +113,13 @@ class GrainProblem:
     (accumulated normal impulse >= 0); relaxation: factor 0 < omega <= 1 on every Jacobi
     correction, default (None) 1 for the seed rule without friction (the seed's Jacobi,
     which is monotone) and 0.5 otherwise: the projected rule and friction make the
-    unrelaxed Jacobi iteration diverge on packings where a grain has several contacts."""
+    unrelaxed Jacobi iteration diverge on packings where a grain has several contacts;
+    overlap_correction: 0 <= beta <= 1, the fraction of an existing overlap removed in a
+    step (target -beta d/dt for d < 0). The seed's beta = 0 never corrects overlaps, so
+    the errors left by the tolerance (up to about tol per contact and step) add up."""
 
     def __init__(self, dim=2, gravity=None, friction=0.0, restitution=0.0, threads=None,
-                 normal_rule="seed", relaxation=None):
+                 normal_rule="seed", relaxation=None, overlap_correction=0.0):
         if dim not in (2, 3):
             raise InputError("dim must be 2 or 3, got %r" % (dim,))
         self.dim = dim
@@ -135,6 +138,11 @@ class GrainProblem:
             if relaxation > 1.0:
                 raise InputError("relaxation must be in (0, 1], got %r" % (relaxation,))
         self.relaxation = relaxation
+        self.overlap_correction = _positive("overlap_correction", overlap_correction,
+                                            allow_zero=True)
+        if self.overlap_correction > 1.0:
+            raise InputError("overlap_correction must be in [0, 1], got %r"
+                             % (overlap_correction,))
         if threads is not None and (not isinstance(threads, (int, np.integer)) or threads < 1):
             raise InputError("threads must be a positive integer, got %r" % (threads,))
         self.threads = thread_count(threads)
@@ -322,7 +330,8 @@ class GrainProblem:
         with np.errstate(divide="ignore"):
             self._inv_inertia = np.ascontiguousarray(1.0 / self.inertia)
         _k.prepare(self._kind, self._ci, self._cj, self._normal, self._gap, self.v, self.r,
-                   self.m, self._inv_inertia, dt, self.restitution, self._W, self._wt,
+                   self.m, self._inv_inertia, dt, self.restitution,
+                   self.overlap_correction, self._W, self._wt,
                    self._target, self._pn, self._pt, self.threads)
         return w
 

@@ -464,6 +464,18 @@ def test_mu_zero_never_turns_grains():
     assert np.all(p.omega == 0.0) and np.all(p.contacts["impulse_t"] == 0.0)
 
 
+@pytest.mark.parametrize("beta", [0.0, 0.5, 1.0])
+def test_overlap_correction(beta):
+    """An overlap of 0.01 at rest: kept by the seed rule (beta 0), reduced by the
+    fraction beta in one step otherwise."""
+    p = GrainProblem(dim=2, gravity=(0, 0), overlap_correction=beta)
+    p.add_grains([[0.0, 0.0], [0.19, 0.0]], 0.1)
+    p.step(1e-3, 1e-12, 0.01)
+    gap = np.linalg.norm(p.x[1] - p.x[0]) - 0.2
+    assert gap == pytest.approx(-0.01 * (1.0 - beta), abs=1e-13)
+    assert p.v[1, 0] - p.v[0, 0] == pytest.approx(0.01 * beta / 1e-3, rel=1e-12, abs=1e-12)
+
+
 # ---------------------------------------------------------------- restitution
 @pytest.mark.parametrize("e", [0.0, 0.5, 1.0])
 def test_restitution_bounce_on_segment(e):
@@ -594,6 +606,7 @@ def test_bad_input():
     _err(lambda: GrainProblem(restitution=1.5), "restitution", "1.5")
     _err(lambda: GrainProblem(normal_rule="x"), "normal_rule", "'x'")
     _err(lambda: GrainProblem(relaxation=1.5), "relaxation", "1.5")
+    _err(lambda: GrainProblem(overlap_correction=-0.5), "overlap_correction", "-0.5")
     _err(lambda: GrainProblem(threads=0), "threads", "0")
     _err(lambda: p.add_grains([[0, 0], [1, 1]], [0.1, -0.2]), "r[1]", "-0.2")
     _err(lambda: p.add_grains([[0, 0]], 0.0), "r[0]", "0.0")
