@@ -10,8 +10,10 @@ PY="$VENV/bin/python"
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 log() { echo "[pdem setup] $*"; }
 
-# 1. Debian packages (Open MPI, parallel HDF5, a compiler, venv support).
-DEB_PKGS="openmpi-bin libopenmpi-dev libhdf5-openmpi-dev pkg-config gcc g++ python3-dev python3-venv"
+# 1. Debian packages (Open MPI, parallel HDF5, a compiler, venv support, and the
+#    shared libraries the PyPI gmsh wheel links against: hourglass geometry).
+DEB_PKGS="openmpi-bin libopenmpi-dev libhdf5-openmpi-dev pkg-config gcc g++ python3-dev python3-venv
+          libglu1-mesa libgl1 libopengl0 libxrender1 libxcursor1 libxinerama1 libxft2"
 missing=""
 for p in $DEB_PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -27,10 +29,10 @@ if [ ! -x "$PY" ]; then
     log "creating virtual environment $VENV"
     python3 -m venv "$VENV"
 fi
-if ! "$PY" -c "import numpy, Cython, mpi4py, pytest, pytest_mpi, pytest_timeout, matplotlib" 2>/dev/null; then
+if ! "$PY" -c "import numpy, Cython, mpi4py, pytest, pytest_mpi, pytest_timeout, matplotlib, gmsh" 2>/dev/null; then
     log "installing Python packages"
     "$PY" -m pip install -q --upgrade pip setuptools wheel
-    "$PY" -m pip install -q "numpy>=1.24" "cython>=3.0" mpi4py pytest pytest-mpi pytest-timeout matplotlib
+    "$PY" -m pip install -q "numpy>=1.24" "cython>=3.0" mpi4py pytest pytest-mpi pytest-timeout matplotlib gmsh
 fi
 # h5py against parallel HDF5 (about 2.5 minutes, once; cached in .venv).
 if ! "$PY" -c "import h5py, sys; sys.exit(0 if h5py.get_config().mpi else 1)" 2>/dev/null; then
