@@ -11,17 +11,8 @@ deterministic.
 """
 cimport cython
 from cython.parallel cimport prange
-from libc.math cimport floor
+from cellgrid cimport cell_coord, cell_sort
 import numpy as np
-
-
-cdef inline long cell_coord(double x, double origin, double inv_cell, long n) noexcept nogil:
-    cdef long c = <long>floor((x - origin) * inv_cell)
-    if c < 0:
-        return 0
-    if c >= n:
-        return n - 1
-    return c
 
 
 @cython.boundscheck(False)
@@ -67,16 +58,9 @@ def build_pairs(const double[:, ::1] pos, const int[:, ::1] image, const double[
     # counting sort of particles by cell
     start_arr = np.zeros(ncell + 1, dtype=np.int64)
     cdef long[::1] start = start_arr
-    for i in range(n):
-        start[cell_of[i] + 1] += 1
-    for i in range(ncell):
-        start[i + 1] += start[i]
     members_arr = np.empty(n, dtype=np.int32)
     cdef int[::1] members = members_arr
-    cdef long[::1] fill = start_arr[:-1].copy()
-    for i in range(n):
-        members[fill[cell_of[i]]] = <int>i
-        fill[cell_of[i]] += 1
+    cell_sort(cell_of, start, members)
     # pass 1: count partners of each particle (in visiting order)
     count_arr = np.zeros(n + 1, dtype=np.int64)
     cdef long[::1] count = count_arr

@@ -105,6 +105,7 @@ def closest_points(centres, facet_index, vertices, facets, int threads=1):
 # --------------------------------------------------------------------------------------
 from libc.math cimport INFINITY
 from libc.stdlib cimport malloc, realloc, free
+from cellgrid cimport cell_coord, cell_sort
 from contact_row cimport S_NCOLS, contact_update
 from vecmath cimport V, vadd, vscale, vcross, vneg
 
@@ -487,16 +488,14 @@ def facet_candidates(const double[:, ::1] pos, const double[::1] radius, int n_o
         if ncell <= 4 * n + 1000:
             break
         h *= 1.5
-    cell_of = np.empty(n, np.int64)
-    cdef long long[::1] cell = cell_of
+    cdef long[::1] cell_of = np.empty(n, np.int64)
     for i in range(n):
-        cell[i] = (<long long>((pos[i, 0] - lo[0]) / h) * nc[1]
-                   + <long long>((pos[i, 1] - lo[1]) / h)) * nc[2] \
-                  + <long long>((pos[i, 2] - lo[2]) / h)
-    items_np = np.argsort(cell_of, kind="stable").astype(np.int32)
-    start_np = np.searchsorted(cell_of[items_np], np.arange(ncell + 1)).astype(np.int64)
-    cdef int[::1] items = items_np
-    cdef long long[::1] start = start_np
+        cell_of[i] = (cell_coord(pos[i, 0], lo[0], 1.0 / h, nc[0]) * nc[1]
+                      + cell_coord(pos[i, 1], lo[1], 1.0 / h, nc[1])) * nc[2] \
+                     + cell_coord(pos[i, 2], lo[2], 1.0 / h, nc[2])
+    cdef long[::1] start = np.zeros(ncell + 1, np.int64)
+    cdef int[::1] items = np.empty(n, np.int32)
+    cell_sort(cell_of, start, items)
     cdef int* out = <int*>malloc(2 * cap * sizeof(int))
     cdef int* grown
     cdef bint failed = False

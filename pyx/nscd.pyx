@@ -44,6 +44,7 @@ from cython.parallel cimport prange
 from libc.math cimport sqrt, fabs, floor, INFINITY
 from vecmath cimport v3, V, vadd, vsub, vscale, vdot, vcross, vnorm
 from omp cimport pdem_omp_available
+from cellgrid cimport cell_coord, cell_sort
 import numpy as np
 
 
@@ -110,15 +111,6 @@ cdef inline double point_geom(v3 xg, v3 p, v3* n) noexcept nogil:
     else:
         n[0] = V(1.0, 0.0, 0.0)
     return dist
-
-
-cdef inline long cell_coord(double x, double origin, double inv_cell, long n) noexcept nogil:
-    cdef long c = <long>floor((x - origin) * inv_cell)
-    if c < 0:
-        return 0
-    if c >= n:
-        return n - 1
-    return c
 
 
 cdef inline v3 _segpt(const double[:, ::1] seg, Py_ssize_t w, int end, int dim) noexcept nogil:
@@ -307,16 +299,9 @@ def detect(const double[:, ::1] x, const double[::1] r, const long[::1] ids,
                      + (cell_coord(x[i, 2], lo[2], inv_cell, nc[2]) if dim == 3 else 0)
     gstart_arr = np.zeros(ncell + 1, dtype=np.int64)
     cdef long[::1] gstart = gstart_arr
-    for i in range(n):
-        gstart[cell_of[i] + 1] += 1
-    for i in range(ncell):
-        gstart[i + 1] += gstart[i]
     gmem_arr = np.empty(n, dtype=np.int32)
     cdef int[::1] gmem = gmem_arr
-    cdef long[::1] fill = gstart_arr[:ncell].copy()
-    for i in range(n):
-        gmem[fill[cell_of[i]]] = <int>i
-        fill[cell_of[i]] += 1
+    cell_sort(cell_of, gstart, gmem)
     # boundaries: bounding boxes inflated by the largest reach r_max + alert
     reach = rmax + (alert if alert > 0.0 else 0.0)
     sega = np.asarray(seg).reshape(-1, 2, dim) if seg.shape[0] else np.zeros((0, 2, dim))

@@ -7,7 +7,7 @@ a triangular mesh the user brings from CAD). Small numpy readers, no dependency:
 - Wavefront OBJ: `v x y z [w]` and `f i j k ...` lines (1-based indices, negative ones
   relative to the end, `i/t/n` forms accepted); polygons are split by a fan from their
   first vertex. Every other line (vt, vn, g, o, usemtl, ...) is ignored.
-- Gmsh .msh version 4 ASCII: nodes of every entity block, elements of type 2 (3-node
+- Gmsh .msh, ASCII, format 4.1 or 2.2 (pdem.io.gmsh): elements of type 2 (3-node
   triangle) and type 3 (4-node quadrangle, split in two triangles); other element
   types (points, lines, volumes) are ignored.
 
@@ -21,6 +21,7 @@ import re
 import numpy as np
 
 from ..errors import InputError
+from ..io import gmsh
 
 
 def read_mesh_file(path):
@@ -148,66 +149,15 @@ def read_obj(path):
 
 
 # ------------------------------------------------------------------------------ Gmsh
-def _msh_sections(path):
-    """{name: list of lines} for the $Name ... $EndName sections of an ASCII .msh."""
-    with open(path, "rb") as fh:
-        raw = fh.read()
-    try:
-        text = raw.decode("ascii")
-    except UnicodeDecodeError:
-        raise InputError("Gmsh file %r: not ASCII (binary .msh is not supported; save it "
-                         "with Mesh.Binary = 0)" % (path,))
-    sections, name, body = {}, None, []
-    for line in text.splitlines():
-        s = line.strip()
-        if name is None:
-            if s.startswith("$"):
-                name, body = s[1:], []
-        elif s == "$End" + name:
-            sections[name] = body
-            name = None
-        else:
-            body.append(s)
-    return sections
-
-
 def read_msh(path):
-    sec = _msh_sections(path)
-    fmt = sec.get("MeshFormat", [""])[0].split()
-    if len(fmt) < 2 or not fmt[0].startswith("4") or fmt[1] != "0":
-        raise InputError("Gmsh file %r: MeshFormat %r is not supported (need version 4 "
-                         "ASCII)" % (path, " ".join(fmt)))
-    if "Nodes" not in sec or "Elements" not in sec:
-        raise InputError("Gmsh file %r: missing $Nodes or $Elements section" % (path,))
-    try:
-        tags, coords = [], []
-        lines = sec["Nodes"]
-        nblocks = int(lines[0].split()[0])
-        p = 1
-        for _ in range(nblocks):
-            dim, _ent, parametric, n = (int(w) for w in lines[p].split())
-            p += 1
-            tags.extend(int(lines[p + k]) for k in range(n))
-            coords.extend([float(w) for w in lines[p + n + k].split()[:3]] for k in range(n))
-            p += 2 * n
-        tag_to_row = {t: r for r, t in enumerate(tags)}
-        lines = sec["Elements"]
-        nblocks = int(lines[0].split()[0])
-        p = 1
-        tris = []
-        for _ in range(nblocks):
-            _dim, _ent, etype, n = (int(w) for w in lines[p].split())
-            p += 1
-            if etype in (2, 3):
-                for k in range(n):
-                    nodes = [tag_to_row[int(w)] for w in lines[p + k].split()[1:]]
-                    if len(nodes) != etype + 1:
-                        raise ValueError("element with %d nodes" % len(nodes))
-                    tris.extend(_fan(nodes))
-            p += n
-    except (IndexError, ValueError, KeyError) as err:
-        raise InputError("Gmsh file %r: malformed $Nodes/$Elements section (%s: %s)"
-                         % (path, type(err).__name__, err))
+    """Triangles (type 2) and quadrangles (type 3, split in two) of an ASCII Gmsh file,
+    format 4.1 or 2.2 (pdem.io.gmsh reads and checks the file)."""
+    _tags, coords, row, elements = gmsh.read_msh(path)
+    tris = []
+    for etag, etype, nodes in elements:
+        if etype in (gmsh.TRIANGLE, gmsh.QUADRANGLE):
+            gmsh.check_count(path, etag, etype, nodes)
+            tris.extend(_fan(gmsh.node_rows(path, row, etag, nodes)))
     if not tris:
         raise InputError("Gmsh file %r: no triangle or quadrangle elements" % (path,))
-    return np.array(coords, dtype=np.float64), np.array(tris, dtype=np.int64)
+    return coords, np.array(tris, dtype=np.int64)

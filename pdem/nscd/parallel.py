@@ -157,27 +157,7 @@ class ParallelGrainProblem(GrainProblem):
     def _refresh_ghosts(self):
         """Copy the owners' velocities and angular velocities into the ghosts (the
         swaps recorded by the last build, in order: later swaps forward earlier ghosts)."""
-        arrays = [self.v, self.omega.reshape(self.n, self._nw)]
-        width = sum(a.shape[1] for a in arrays)
-        cart = self.comm
-        for k, (sel, dest, source, first, count) in enumerate(self.ghosts.swaps):
-            if dest == source == self.rank:
-                for a in arrays:
-                    a[first:first + count] = a[sel]
-                continue
-            reqs = []
-            recv = np.empty((count, width))
-            if count:
-                reqs.append(cart.Irecv(recv, source=source, tag=300 + k))
-            if len(sel):
-                send = np.ascontiguousarray(np.hstack([a[sel] for a in arrays]))
-                reqs.append(cart.Isend(send, dest=dest, tag=300 + k))
-            if reqs:
-                MPI.Request.Waitall(reqs)
-            c = 0
-            for a in arrays:
-                a[first:first + count] = recv[:, c:c + a.shape[1]]
-                c += a.shape[1]
+        self.ghosts.refresh_arrays([self.v, self.omega.reshape(self.n, self._nw)], tag=300)
 
     def _reverse_ghosts(self, arrays):
         """Send the values of ghost rows back along the recorded swaps, in reverse order,

@@ -57,30 +57,38 @@ class GhostExchange:
         return local
 
     def refresh(self, store):
-        """Copy the current positions and velocities of the sources into the ghosts.
-        Swaps run in build order (later swaps forward ghosts of earlier ones); each
-        message is posted only when non-empty, which both sides know from the build."""
+        """Copy the current positions and velocities of the sources into the ghosts."""
+        self.refresh_arrays([store.f[name] for name in REFRESHED])
+
+    def refresh_arrays(self, arrays, tag=100):
+        """Copy the source rows of each array (rows = local particles, ghosts after the
+        owned ones) into its ghost rows. Swaps run in build order (later swaps forward
+        ghosts of earlier ones); each message is posted only when non-empty, which both
+        sides know from the build; all arrays travel in one message per swap."""
         cart = self.dec.cart
-        f = store.f
-        width = 3 * len(REFRESHED)
+        width = sum(a.shape[1] for a in arrays)
         for k, (sel, dest, source, first, count) in enumerate(self.swaps):
             if dest == source == self.dec.rank:          # periodic image of this rank
-                for name in REFRESHED:
-                    f[name][first:first + count] = f[name][sel]
+                for a in arrays:
+                    a[first:first + count] = a[sel]
                 continue
             reqs = []
             recv = np.empty((count, width))
             if count:
-                reqs.append(cart.Irecv(recv, source=source, tag=100 + k))
+                reqs.append(cart.Irecv(recv, source=source, tag=tag + k))
             if len(sel):
                 send = np.empty((len(sel), width))
-                for j, name in enumerate(REFRESHED):
-                    send[:, 3 * j:3 * j + 3] = f[name][sel]
-                reqs.append(cart.Isend(send, dest=dest, tag=100 + k))
+                c = 0
+                for a in arrays:
+                    send[:, c:c + a.shape[1]] = a[sel]
+                    c += a.shape[1]
+                reqs.append(cart.Isend(send, dest=dest, tag=tag + k))
             if reqs:
                 MPI.Request.Waitall(reqs)
-            for j, name in enumerate(REFRESHED):
-                f[name][first:first + count] = recv[:, 3 * j:3 * j + 3]
+            c = 0
+            for a in arrays:
+                a[first:first + count] = recv[:, c:c + a.shape[1]]
+                c += a.shape[1]
 
 
 def wrap(pos, box_lo, box_hi, periodic):

@@ -255,8 +255,10 @@ def test_reader_errors(tmp_path):
     input_error(lambda: Mesh.read(tmp_path / "bad.stl"), "line 4")
     (tmp_path / "junk.stl").write_bytes(b"\x01" * 90)
     input_error(lambda: Mesh.read(tmp_path / "junk.stl"), "neither binary")
-    (tmp_path / "old.msh").write_text("$MeshFormat\n2.2 0 8\n$EndMeshFormat\n")
-    input_error(lambda: Mesh.read(tmp_path / "old.msh"), "version 4")
+    (tmp_path / "old.msh").write_text("$MeshFormat\n1.0 0 8\n$EndMeshFormat\n")
+    input_error(lambda: Mesh.read(tmp_path / "old.msh"), "version 1.0", "not supported")
+    (tmp_path / "empty.msh").write_text("$MeshFormat\n2.2 0 8\n$EndMeshFormat\n")
+    input_error(lambda: Mesh.read(tmp_path / "empty.msh"), "empty.msh", "no $Nodes")
     # an error in the mesh itself names the file
     F = CUBE_F.copy()
     F[4] = F[4][::-1]
@@ -280,3 +282,29 @@ def test_stl_written_by_pdem_reads_back(tmp_path, binary):
     assert triangles(r, r.vertices) == triangles(m, want)
     assert r.n_vertices == m.n_vertices
     assert np.allclose(np.sort(r.normals, axis=0), np.sort(m.normals, axis=0), atol=1e-6)
+
+
+def test_gmsh_v22_ascii(tmp_path):
+    """The legacy 2.2 format: a unit square of two triangles (tags with physical and
+    elementary entity numbers) and a line element, which is ignored."""
+    text = """$MeshFormat
+2.2 0 8
+$EndMeshFormat
+$Nodes
+4
+1 0 0 0
+2 1 0 0
+3 1 1 0
+4 0 1 0
+$EndNodes
+$Elements
+3
+1 1 2 7 1 1 2
+2 2 2 8 2 1 2 3
+3 2 2 8 2 1 3 4
+$EndElements
+"""
+    (tmp_path / "sq.msh").write_text(text)
+    m = Mesh.read(tmp_path / "sq.msh")
+    assert m.n_facets == 2 and m.n_vertices == 4
+    assert np.allclose(m.normals, [0, 0, 1]) and m.areas.sum() == pytest.approx(1.0)

@@ -14,7 +14,6 @@ own fit:
    the initial fill height changes it by less than 5 %.
 """
 import importlib.util
-import math
 import os
 
 import numpy as np

@@ -1,0 +1,31 @@
+# Header-only uniform cell grid helpers shared by the neighbor search (cells.pyx) and
+# the NSCD contact detection (nscd.pyx): the cell coordinate of a point, clamped to
+# the grid, and the counting sort of items by cell (CSR: the items of cell c are
+# members[start[c]:start[c + 1]], in increasing item order).
+from libc.math cimport floor
+
+
+cdef inline long cell_coord(double x, double origin, double inv_cell, long n) noexcept nogil:
+    cdef long c = <long>floor((x - origin) * inv_cell)
+    if c < 0:
+        return 0
+    if c >= n:
+        return n - 1
+    return c
+
+
+cdef inline void cell_sort(const long[::1] cell_of, long[::1] start,
+                           int[::1] members) noexcept nogil:
+    """start (ncell + 1, zeros on entry) and members (len(cell_of)) filled. start is
+    used as the fill cursor, then shifted back by one cell."""
+    cdef Py_ssize_t i, n = cell_of.shape[0], ncell = start.shape[0] - 1, c
+    for i in range(n):
+        start[cell_of[i] + 1] += 1
+    for c in range(ncell):
+        start[c + 1] += start[c]
+    for i in range(n):
+        members[start[cell_of[i]]] = <int>i
+        start[cell_of[i]] += 1
+    for c in range(ncell, 0, -1):
+        start[c] = start[c - 1]
+    start[0] = 0
