@@ -275,3 +275,41 @@ def test_static_bed_weight_on_mesh_box():
     assert np.abs(p["velocity"]).max() < 1e-3
     assert -load[2] == pytest.approx(weight, rel=1e-3)
     assert np.abs(load[:2]).max() < 1e-3 * weight
+
+
+def test_inactive_side_is_not_seen():
+    """A ball below a floor whose back side is inactive passes through it; with both
+    sides active it is pushed down (the back face repels it like the front)."""
+    forces = {}
+    for inactive in (True, False):
+        mesh = shapes.rectangle((-0.1, -0.1), (0.1, 0.1), 0.0, 2)
+        if inactive:
+            mesh.set_inactive(np.arange(mesh.n_facets), side="back")
+        sim = scene(mesh, gravity=(0, 0, 0))
+        held_ball(sim, (0.01, 0.02, -0.0099))
+        sim.step()
+        c = mesh_contacts(sim)
+        forces[inactive] = c["force"]
+    assert len(forces[True]) == 0
+    assert len(forces[False]) == 1 and forces[False][0, 2] == pytest.approx(-KN * 1e-4, rel=1e-9)
+
+
+def test_deformable_wall_moving_as_a_whole_equals_the_rigid_one():
+    """A ball resting with friction on a floor that slides sideways is dragged along
+    by the wall's velocity at the contact point: the same force history whether the
+    motion is rigid (velocity) or deformable (the same velocity at every vertex)."""
+    u = np.array([0.3, -0.1, 0.0])
+    out = []
+    for motion in ({"velocity": u}, {"vertex_velocities": np.tile(u, (16, 1))}):
+        sim = scene(shapes.rectangle((-0.1, -0.1), (0.1, 0.1), 0.0, 3), gamma_n=50.0, **motion)
+        m = 2500.0 * 4.0 / 3.0 * np.pi * 0.01 ** 3
+        sim.add_spheres([[0.0, 0.0, 0.01 - m * 9.81 / KN]], [0.01], "m")
+        f = []
+        for _ in range(1500):
+            sim.step()
+            f.append(mesh_contacts(sim)["force"][0])
+        out.append(np.array(f))
+    rigid, deformable = out
+    assert np.abs(rigid - deformable).max() <= 1e-10 * np.abs(rigid).max()
+    ft = rigid[-1, :2]
+    assert ft @ u[:2] > 0.9 * np.linalg.norm(ft) * np.linalg.norm(u[:2])   # along u
