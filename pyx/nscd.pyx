@@ -9,7 +9,10 @@ omega = (0, 0, w) in 2D), so 2D is 3D restricted to the plane: the zero componen
 add exact zeros and the 2D numbers are those of the 2D formulas.
 
 A contact c joins grain i = ci[c] (always a grain) and body j = cj[c] of kind
-kind[c]: 0 grain, 1 boundary segment, 2 boundary disk (radius 0), 3 plane. The
+kind[c]: 0 grain, 1 boundary segment, 2 boundary disk (radius 0), 3 plane, 4 mesh
+facet (3D; listed by pdem.nscd.problem with the facet kernels and merged into this
+list). The solver only tells kind 0 (two grains) from the others: every boundary
+kind, facets included, is a fixed body of infinite mass. The
 normal n points from j to i (seed 003: v_n = (v_i - v_j).n, a positive correction
 pushes i along +n); for a boundary it points from the wall into the grain. The gap
 d is the surface-to-surface distance (negative in overlap). Boundaries do not move

@@ -1,13 +1,14 @@
 """NSCD on many MPI ranks: the GrainProblem step over a Cartesian decomposition.
 
 Every rank runs the same script (SPMD): scene calls (add_grains with the full arrays,
-segments, disks, planes) are made on all ranks; each rank keeps the grains it owns,
+segments, disks, planes, meshes) are made on all ranks; every rank holds every boundary
+(add_mesh: the whole mesh) and keeps the grains it owns,
 whose global id is their position in the order of addition. A step is
     v += g dt (owned)
     ghosts: copies of the grains within 2 r_max + alert of each face (pdem.parallel
             GhostExchange, six swaps), ids and masses included
-    detect: pairs with at least one owned grain, boundary contacts of owned grains,
-            ordered by (id_i, kind, id_j) exactly as on one rank
+    detect: pairs with at least one owned grain, boundary contacts (mesh facets
+            included) of owned grains, ordered by (id_i, kind, id_j) exactly as on one rank
     solve:  sweeps over this rank's contacts updating owned grains only; after every
             sweep the ghosts' velocities are refreshed (the recorded swaps) and one
             Allreduce(MAX) of the largest correction decides convergence for all ranks

@@ -7,7 +7,8 @@ Velocities are those at the end of the step (implicit Euler at the velocity leve
 
 Conventions (documented in pyx/nscd.pyx, which holds the hot loops):
   * contact c joins grain i = contacts["i"][c] and body j = contacts["j"][c] of kind
-    contacts["kind"][c]: 0 grain, 1 boundary segment, 2 boundary disk, 3 plane;
+    contacts["kind"][c]: 0 grain, 1 boundary segment, 2 boundary disk, 3 plane,
+    4 mesh facet (3D, `add_mesh`; j is the global facet index, see `mesh_facet_offset`);
   * the normal n points from j to i (from the wall into the grain): v_n = (v_i - v_j).n
     and a positive correction pushes i along +n, exactly as in the seed;
   * gap d = surface-to-surface distance (negative when overlapping); a pair is a
@@ -30,19 +31,33 @@ u_n^+ = -e u_n^- - max(0, d)/dt, i.e. -e u_n^- for a contact that touches.
 
 Rotations are free (I = m r^2 / 2 for disks, 2 m r^2 / 5 for spheres); set
 `inertia` to inf for grains that must not turn.
+
+Mesh walls (3D): `add_mesh` adds the facets of a triangle mesh (pdem.Mesh, or an STL,
+OBJ or Gmsh file) as fixed boundaries. Grain i and facet f are a potential contact when
+|x_i - q| - r_i < alert, q the closest point of the triangle to the centre; the normal
+is (x_i - q)/|x_i - q| (from the facet into the grain), exactly the facet normal on the
+grain's side when q is inside the face (or the centre lies on the facet), and the gap
+|x_i - q| - r_i. A grain on a side of the facet flagged inactive (Mesh.inactive_front:
+n_f.(x - V0) >= 0, inactive_back: < 0) does not see it. Each facet within reach is its
+own contact, solved like a plane (infinite mass; see `_facet_contacts`), except a contact
+at an edge or vertex of its facet that a nearer facet of the same mesh holds (hidden
+rim, `_shadowed`).
 """
 import math
+import os
 import warnings
 
 import numpy as np
 
+from .._kernels import facets as _fk
 from .._kernels import nscd as _k
+from ..contact.mesh import Mesh
 from ..errors import InputError, SimulationError
 from ..threads import thread_count
 
 SOLVERS = ("nlgs", "jacobi")
 NORMAL_RULES = ("seed", "projected")
-KINDS = ("grain", "segment", "disk", "plane")
+KINDS = ("grain", "segment", "disk", "plane", "facet")
 
 
 class ConvergenceWarning(UserWarning):
@@ -159,6 +174,13 @@ class GrainProblem:
         self.disks = np.zeros((0, dim))
         self.plane_points = np.zeros((0, dim))
         self.plane_normals = np.zeros((0, dim))
+        # mesh walls (3D): the meshes, and their facets concatenated (global facet
+        # index k = mesh_facet_offset[w] + local index in meshes[w])
+        self.meshes = []
+        self.mesh_facet_offset = np.zeros(1, np.int64)
+        self.mesh_vertices = np.zeros((0, 3))
+        self.mesh_facets = np.zeros((0, 3), np.int64)
+        self.mesh_normals = np.zeros((0, 3))
         self.time = 0.0
         self.iterations = 0          # sweeps of the last solve
         self.residual = 0.0          # largest velocity correction of its last sweep
@@ -244,6 +266,32 @@ class GrainProblem:
         self.plane_points = np.concatenate([self.plane_points, p])
         self.plane_normals = np.concatenate([self.plane_normals, nv / length[:, None]])
 
+    def add_mesh(self, mesh):
+        """Faceted wall (3D only): `mesh` is a pdem.Mesh or the path of an STL, OBJ or
+        Gmsh .msh file (pdem.Mesh.read). Its facets are fixed boundaries with infinite
+        mass; the geometry is copied now (later changes of mesh.vertices are not seen),
+        the inactive sides (mesh.set_inactive) are read at every detection. Several
+        meshes may be added. Returns the global indices of the new facets (the j of
+        their contacts)."""
+        if self.dim != 3:
+            raise InputError("add_mesh: mesh walls need a 3D problem (dim=3), got dim=%d"
+                             % self.dim)
+        if isinstance(mesh, (str, bytes, os.PathLike)):
+            mesh = Mesh.read(os.fsdecode(mesh))
+        if not isinstance(mesh, Mesh):
+            raise InputError("add_mesh: mesh must be a pdem.Mesh or the path of an STL, OBJ "
+                             "or Gmsh .msh file, got %s" % type(mesh).__name__)
+        first = len(self.mesh_facets)
+        self.mesh_facets = np.ascontiguousarray(np.concatenate(
+            [self.mesh_facets, mesh.facets.astype(np.int64) + len(self.mesh_vertices)]))
+        self.mesh_vertices = np.ascontiguousarray(np.concatenate(
+            [self.mesh_vertices, np.asarray(mesh.vertices, dtype=float)]))
+        self.mesh_normals = np.ascontiguousarray(np.concatenate(
+            [self.mesh_normals, np.asarray(mesh.normals, dtype=float)]))
+        self.meshes.append(mesh)
+        self.mesh_facet_offset = np.append(self.mesh_facet_offset, len(self.mesh_facets))
+        return np.arange(first, len(self.mesh_facets))
+
     # ------------------------------------------------------------ state checks
     def _grains(self):
         """The grain arrays as the kernels need them (converted in place if a script
@@ -280,9 +328,9 @@ class GrainProblem:
     # ------------------------------------------------------------ detection
     def detect_contacts(self, alert):
         """Clear the contact list, then list every potential contact: grain pairs,
-        grain-segment (foot of the perpendicular within the segment), grain-disk and
-        grain-plane whose surface-to-surface distance is below `alert`. Returns the
-        number of contacts."""
+        grain-segment (foot of the perpendicular within the segment), grain-disk,
+        grain-plane and grain-facet (closest point of the triangle) whose
+        surface-to-surface distance is below `alert`. Returns the number of contacts."""
         alert = _positive("alert", alert, allow_zero=True)
         self._grains()
         ids = self._global_ids()
@@ -296,8 +344,113 @@ class GrainProblem:
         out = _k.detect(self.x, self.r, ids, order, self._n_owned(), alert, seg,
                         np.ascontiguousarray(self.disks), np.ascontiguousarray(self.plane_points),
                         np.ascontiguousarray(self.plane_normals), self.threads)
+        if len(self.mesh_facets) and self.n:
+            out = self._merge(out, self._facet_contacts(alert, ids), ids)
         self._set_contacts(*out)
         return len(out[0])
+
+    def _facet_contacts(self, alert, ids):
+        """Potential contacts (kind 4) of the owned grains with the mesh facets, ordered
+        by (id_i, facet): (kind, i, j, normal, gap) as _k.detect returns them.
+
+        Every facet within reach gives its own contact, even when several facets share
+        the closest point (a grain on an edge or a vertex of the mesh): for impulses,
+        redundant unilateral constraints with the same normal and gap share the impulse
+        (the solver converges to the same velocities), so none of them is dropped (only
+        rim contacts hidden by a nearer facet are, see _shadowed). Seed 004's
+        associative logic is for the explicit penalty contacts (pdem.contact.associative),
+        where each duplicate would add its own stiffness; NSCD does not need it."""
+        n_own = self._n_owned()
+        empty = (np.zeros(0, np.int8), np.zeros(0, np.int32), np.zeros(0, np.int32),
+                 np.zeros((0, 3)), np.zeros(0))
+        if n_own == 0:
+            return empty
+        x, r = self.x, self.r
+        vert, fac, fn = self.mesh_vertices, self.mesh_facets, self.mesh_normals
+        # candidates with a slightly larger reach, then the exact test below
+        skin = alert + 1e-9 * (alert + float(r[:n_own].max()))
+        gi, gf = _fk.facet_candidates(x, r, n_own, vert, fac,
+                                      np.arange(len(fac), dtype=np.int32), skin)
+        if len(gi) == 0:
+            return empty
+        gi = gi.astype(np.int64)
+        gf = gf.astype(np.int64)
+        xi = x[gi]
+        q, dist, region, _ = _fk.closest_points(xi, gf, vert, fac, self.threads)
+        nf = fn[gf]
+        side = np.einsum("ij,ij->i", xi - vert[fac[gf, 0]], nf)    # > = 0: front side
+        front = side >= 0.0
+        inactive_front = np.concatenate([m.inactive_front for m in self.meshes])
+        inactive_back = np.concatenate([m.inactive_back for m in self.meshes])
+        seen = np.where(front, ~inactive_front[gf], ~inactive_back[gf])
+        gap = dist - r[gi]
+        keep = seen & (gap < alert)
+        gi, gf, xi, q, dist, region = gi[keep], gf[keep], xi[keep], q[keep], dist[keep], \
+            region[keep]
+        nf, front, side, gap = nf[keep], front[keep], side[keep], gap[keep]
+        # normal from the closest point to the centre; inside the face (region 0) or with
+        # the centre on the facet (distance at rounding level), the facet normal on the
+        # grain's side
+        sgn = np.where(front, 1.0, -1.0)[:, None]
+        normal = sgn * nf
+        tiny = 1e-12 * (r[gi] + np.abs(xi).max(axis=1)
+                        + np.abs(vert[fac[gf, 0]] - xi).max(axis=1))
+        rim = (region != 0) & (dist > tiny)
+        normal[rim] = (xi[rim] - q[rim]) / dist[rim, None]
+        face = region == 0
+        gap[face] = np.abs(side[face]) - r[gi[face]]
+        keep = (gap < alert) & ~self._shadowed(gi, gf, region, dist, tiny)
+        order = np.lexsort((gf[keep], ids[gi[keep]]))
+        gi, gf, normal, gap = gi[keep][order], gf[keep][order], normal[keep][order], \
+            gap[keep][order]
+        return (np.full(len(gi), 4, np.int8), gi.astype(np.int32), gf.astype(np.int32),
+                np.ascontiguousarray(normal), np.ascontiguousarray(gap))
+
+    def _shadowed(self, gi, gf, region, dist, tiny):
+        """Rim contacts hidden by a nearer facet: contact k (grain gi[k], facet gf[k])
+        whose closest point lies on an edge or a vertex of its facet (region != 0) is
+        dropped when another listed facet of the same grain contains that edge or vertex
+        and is nearer (distance < dist[k] - tiny[k]). The closest point q then belongs
+        to the nearer facet, so |x - q| >= r follows from that facet's own constraint;
+        kept, the contact at q would act on its linearization, which lies below the true
+        distance: a grain sliding on a flat mesh towards an edge would be lifted by the
+        neighbour facet's edge within about 2 |v| dt of it. Ties (several facets sharing
+        the closest point: same normal, same gap) are all kept."""
+        k = len(gi)
+        if k < 2 or not np.any(region != 0):
+            return np.zeros(k, bool)
+        # contacts are grouped by grain: every ordered pair (a, b) within a group
+        order = np.argsort(gi, kind="stable")
+        g = gi[order]
+        start = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+        size = np.diff(np.r_[start, k])
+        rep = np.repeat(size, size)
+        a = np.repeat(np.arange(k), rep)
+        first = np.repeat(np.repeat(start, size), rep)
+        b = first + (np.arange(len(a)) - np.repeat(np.cumsum(rep) - rep, rep))
+        a, b = order[a], order[b]
+        sel = (a != b) & (region[a] != 0) & (dist[b] < dist[a] - tiny[a])
+        a, b = a[sel], b[sel]
+        fac = self.mesh_facets
+        ra = region[a]
+        loc = np.where(ra >= 4, ra - 4, ra - 1)            # edge k: vertices k, k + 1
+        v1 = fac[gf[a], loc]
+        v2 = np.where(ra >= 4, v1, fac[gf[a], (loc + 1) % 3])
+        fb = fac[gf[b]]
+        holds = np.any(fb == v1[:, None], axis=1) & np.any(fb == v2[:, None], axis=1)
+        out = np.zeros(k, bool)
+        out[a[holds]] = True
+        return out
+
+    @staticmethod
+    def _merge(a, b, ids):
+        """The contact lists a and b, each ordered by (id_i, kind, j), merged in that
+        order (b's kind is larger than a's: after a's contacts of the same grain)."""
+        if len(b[0]) == 0:
+            return a
+        cat = [np.concatenate([u, w]) for u, w in zip(a, b)]
+        order = np.lexsort((cat[0], ids[cat[1]]))           # stable: keeps each list's order
+        return tuple(np.ascontiguousarray(c[order]) for c in cat)
 
     # ------------------------------------------------------------ hooks
     # pdem.nscd.parallel overrides these: rows [0, n_owned) are owned grains, the

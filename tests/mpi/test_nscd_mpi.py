@@ -1,6 +1,6 @@
 """NSCD on 1-4 ranks (run with `mpirun -n N python -m pytest --with-mpi`): Jacobi gives
 the same bits as one process, NLGS (block Gauss-Seidel across ranks) converges to the
-same velocities within the tolerance."""
+same velocities within the tolerance; with planes or with a mesh box (add_mesh)."""
 import warnings
 
 import numpy as np
@@ -44,6 +44,22 @@ def scene_3d(cls, seed=3, **kw):
     return p
 
 
+def scene_3d_mesh(cls, seed=3, **kw):
+    """scene_3d in an open box of triangles (pdem.contact.shapes.box, 4 x 4 squares per
+    face, inward normals) instead of the five planes: facet contacts (kind 4)."""
+    from pdem.contact.shapes import box
+    rng = np.random.default_rng(seed)
+    args = ((0.0, 0.0, 0.0), (0.2, 0.2, 0.2)) if cls is ParallelGrainProblem else ()
+    p = cls(*args, dim=3, threads=1, **kw)
+    p.add_mesh(box((0.0, 0.0, 0.0), (0.2, 0.2, 0.2), n=4, open_top=True))
+    g = 0.015 + 0.025 * np.arange(7)
+    x = np.array([[a, b, c] for a in g for b in g for c in g[:3]])
+    x += rng.uniform(-1e-3, 1e-3, x.shape)
+    p.add_grains(x, rng.uniform(0.009, 0.011, len(x)), density=1000.0,
+                 v=rng.normal(0.0, 0.3, x.shape) + [1.0, 1.0, 0.0])
+    return p
+
+
 def run(p, steps, solver, dt=1e-3, tol=1e-7, alert=0.004):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -55,7 +71,8 @@ def serial_state(p):
 
 
 @pytest.mark.mpi(min_size=1)
-@pytest.mark.parametrize("make, friction", [(scene_2d, 0.0), (scene_2d, 0.3), (scene_3d, 0.3)])
+@pytest.mark.parametrize("make, friction", [(scene_2d, 0.0), (scene_2d, 0.3), (scene_3d, 0.3),
+                                            (scene_3d_mesh, 0.3)])
 def test_jacobi_same_bits_as_one_process(make, friction):
     comm = MPI.COMM_WORLD
     steps = 25
@@ -66,6 +83,8 @@ def test_jacobi_same_bits_as_one_process(make, friction):
     assert comm.allreduce(par.n) == ref.n
     its = run(par, steps, "jacobi")
     assert its == its_ref
+    if make is scene_3d_mesh:                         # facet contacts were solved
+        assert comm.allreduce(int(np.sum(par.contacts["kind"] == 4))) > 20
     got = par.gather()
     np.testing.assert_array_equal(got["id"], np.arange(ref.n))
     for k, v in serial_state(ref).items():
@@ -115,11 +134,12 @@ def test_block_nlgs_converges_to_the_same_velocities():
 
 
 @pytest.mark.mpi(min_size=1)
-def test_block_nlgs_3d_with_friction_runs_close_to_serial():
+@pytest.mark.parametrize("make", [scene_3d, scene_3d_mesh])
+def test_block_nlgs_3d_with_friction_runs_close_to_serial(make):
     comm = MPI.COMM_WORLD
     dt, tol = 1e-3, 1e-7
-    ref = scene_3d(GrainProblem, friction=0.3)
-    par = scene_3d(ParallelGrainProblem, friction=0.3, comm=comm)
+    ref = make(GrainProblem, friction=0.3)
+    par = make(ParallelGrainProblem, friction=0.3, comm=comm)
     run(ref, 5, "nlgs", tol=tol / 100)
     its = run(par, 5, "nlgs", tol=tol / 100)
     got = par.gather()
