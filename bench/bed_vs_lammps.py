@@ -181,14 +181,17 @@ def settle(n, seed, threads, max_steps, outdir, quiet=False):
     return out, path
 
 
-def write_data(path, bed):
+def write_data(path, bed, margin=0.0):
+    """LAMMPS/LIGGGHTS data file of the bed; margin: the box reaches margin beyond the
+    walls on every side (LIGGGHTS wants mesh walls strictly inside its box)."""
     pos, vel, w = bed["pos"], bed["vel"], bed["angvel"]
     L, H = float(bed["L"]), float(bed["H"])
     n = len(pos)
     f = "%.17g"
+    lo, hx, hz = -margin, L + margin, H + margin
     with open(path, "w") as fh:
         fh.write("pdem benchmark bed: %d spheres, radius %g m\n\n%d atoms\n1 atom types\n\n" % (n, RADIUS, n))
-        fh.write(("%s %s xlo xhi\n%s %s ylo yhi\n%s %s zlo zhi\n\n" % ((f,) * 6)) % (0.0, L, 0.0, L, 0.0, H))
+        fh.write(("%s %s xlo xhi\n%s %s ylo yhi\n%s %s zlo zhi\n\n" % ((f,) * 6)) % (lo, hx, lo, hx, lo, hz))
         fh.write("Atoms # sphere\n\n")
         for i in range(n):
             fh.write("%d 1 %.17g %.17g %.17g %.17g %.17g\n"
