@@ -447,7 +447,7 @@ class Simulation:
             return ("step %d: particle id %d is within the skin of %d facets of mesh wall %d "
                     "(at most %d): the mesh is too fine for this ball size or the skin too "
                     "large" % (self.step_count, st.id[fr.i1[crowded]], end - crowded,
-                               mw.facet_wall[fr.i2[crowded]], 256))
+                               mw.facet_wall[fr.i2[crowded]], fk.MAX_FACETS_PER_BALL))
         if k >= 0 and not (ratio <= self.max_overlap):
             return ("step %d (t=%.6g): overlap of particle %d and mesh wall %d (facet %d) is "
                     "%.3g of its radius (limit max_overlap=%g): time step too large or "

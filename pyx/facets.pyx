@@ -112,6 +112,8 @@ from vecmath cimport V, vadd, vscale, vcross, vneg
 cdef enum:
     MAXC = 256      # candidate facets of one ball and one wall
 
+MAX_FACETS_PER_BALL = MAXC
+
 
 cdef inline bint seg_crosses(v3 a, v3 b, v3 t0, v3 t1, v3 t2) noexcept nogil:
     """associative.segment_crosses_triangles for one triangle (Moeller-Trumbore)."""
