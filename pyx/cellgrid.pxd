@@ -1,7 +1,8 @@
-# Header-only uniform cell grid helpers shared by the neighbor search (cells.pyx) and
-# the NSCD contact detection (nscd.pyx): the cell coordinate of a point, clamped to
-# the grid, and the counting sort of items by cell (CSR: the items of cell c are
-# members[start[c]:start[c + 1]], in increasing item order).
+# Header-only uniform cell grid helpers shared by the neighbor search (cells.pyx), the
+# facet candidates (facets.pyx) and the NSCD contact detection (nscd.pyx): the cell
+# coordinate of a point, clamped to the grid; the counting sort of items by cell (CSR:
+# the items of cell c are members[start[c]:start[c + 1]], in increasing item order);
+# and the sort of one particle's partner run by global id (deterministic lists).
 from libc.math cimport floor
 
 
@@ -29,3 +30,16 @@ cdef inline void cell_sort(const long[::1] cell_of, long[::1] start,
     for c in range(ncell, 0, -1):
         start[c] = start[c - 1]
     start[0] = 0
+
+
+cdef inline void sort_run_by_id(int[::1] a, const long[::1] ids, long s, long e) noexcept nogil:
+    """Insertion sort of a[s:e] (local indices) by ids[a[k]]: partner runs are short."""
+    cdef long i, j
+    cdef int v
+    for i in range(s + 1, e):
+        v = a[i]
+        j = i - 1
+        while j >= s and ids[a[j]] > ids[v]:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = v

@@ -11,7 +11,7 @@ deterministic.
 """
 cimport cython
 from cython.parallel cimport prange
-from cellgrid cimport cell_coord, cell_sort
+from cellgrid cimport cell_coord, cell_sort, sort_run_by_id
 import numpy as np
 
 
@@ -78,7 +78,7 @@ def build_pairs(const double[:, ::1] pos, const int[:, ::1] image, const double[
     for t in prange(n, nogil=True, schedule='static', num_threads=nt):
         _visit(order[t], sp, radius, ids, n_own, skin, cell_of, start, members,
                nc[0], nc[1], nc[2], i1, i2, count[t], 1)
-        _sort_run(i2, ids, count[t], count[t + 1])
+        sort_run_by_id(i2, ids, count[t], count[t + 1])
     return i1_arr, i2_arr
 
 
@@ -112,20 +112,6 @@ cdef long _visit(long a, const double[:, ::1] sp, const double[::1] radius,
                             out2[offset + found] = b
                         found += 1
     return found
-
-
-@cython.boundscheck(False)
-@cython.wraparound(False)
-cdef void _sort_run(int[::1] i2, const long[::1] ids, long s, long e) noexcept nogil:
-    cdef long i, j
-    cdef int v
-    for i in range(s + 1, e):
-        v = i2[i]
-        j = i - 1
-        while j >= s and ids[i2[j]] > ids[v]:
-            i2[j + 1] = i2[j]
-            j -= 1
-        i2[j + 1] = v
 
 
 @cython.boundscheck(False)

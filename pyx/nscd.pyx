@@ -47,7 +47,7 @@ from cython.parallel cimport prange
 from libc.math cimport sqrt, fabs, floor, INFINITY
 from vecmath cimport v3, V, vadd, vsub, vscale, vdot, vcross, vnorm
 from omp cimport pdem_omp_available
-from cellgrid cimport cell_coord, cell_sort
+from cellgrid cimport cell_coord, cell_sort, sort_run_by_id
 import numpy as np
 
 
@@ -145,7 +145,7 @@ cdef long _visit(long a, int dim, const double[:, ::1] x, const double[::1] r,
                  double[::1] gap, long off, int fill) noexcept nogil:
     """Count (fill=0) or write (fill=1, from row `off`) the potential contacts of grain a."""
     cdef long c = cell_of[a], cx, cy, cz, ix, iy, iz, e, found = 0, k, q, s0
-    cdef int b, w, v
+    cdef int b, w
     cdef v3 xa = ld(x, a, dim), n
     cdef double ra = r[a], dist
     cz = c % nc[2]
@@ -166,13 +166,7 @@ cdef long _visit(long a, int dim, const double[:, ::1] x, const double[::1] r,
                         found += 1
     if fill:
         # sort the run by partner id (insertion sort: short runs), then geometry
-        for k in range(off + 1, off + found):
-            v = cj[k]
-            q = k - 1
-            while q >= off and ids[cj[q]] > ids[v]:
-                cj[q + 1] = cj[q]
-                q -= 1
-            cj[q + 1] = v
+        sort_run_by_id(cj, ids, off, off + found)
         for k in range(off, off + found):
             b = cj[k]
             dist = point_geom(xa, ld(x, b, dim), &n)
