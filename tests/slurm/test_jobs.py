@@ -217,6 +217,28 @@ def chain_check(steps, case="examples/settle.py", run="run", min_jobs=2):
     return check
 
 
+def hourglass_check(ranks):
+    """The hourglass files exist; the run was on `ranks` ranks, with every grain in
+    each frame and grains through the neck by the end."""
+    def check(res):
+        import h5py
+        folder = res.outdir / "hourglass"
+        for name in ("hourglass.msh", "hourglass.h5", "hourglass_frames.png",
+                     "hourglass_flow.png"):
+            if not (folder / name).is_file():
+                res.fail("no %s in %s" % (name, folder))
+        with h5py.File(folder / "hourglass.h5", "r") as f:
+            if int(f.attrs["n_ranks"]) != ranks:
+                res.fail("ran on %s ranks, expected %d" % (f.attrs["n_ranks"], ranks))
+            n = int(f.attrs["n_grains"])
+            for name in f["frames"]:
+                if sorted(f["frames"][name]["id"][...].tolist()) != list(range(n)):
+                    res.fail("frame %s does not hold each of the %d grains once" % (name, n))
+            if not f["series/n_below"][-1] > 0:
+                res.fail("no grain went through the neck")
+    return check
+
+
 # ------------------------------------------------------------------ the jobs
 SMALL = ["--particles", 2000, "--time", 0.02]     # a few seconds on 2 cores
 
@@ -241,6 +263,9 @@ JOBS = {
     "mpi_tests": Job("mpi_tests.slurm", [], pytest_passed_on(2),
                      env={"PDEM_TESTS": "tests/mpi/test_failures.py"}),
     "scaling": Job("scaling.slurm", SMALL, scaling_lines([1, 2]), env={"PDEM_OUT": "{out}/scaling"}),
+    # the README's demo (NSCD hourglass) on the shipped 2 ranks, a short run
+    "hourglass": Job("hourglass.slurm", ["--grains", 150, "--settle", 0.05, "--duration", 0.3],
+                     hourglass_check(2), env={"PDEM_OUT": "{out}/hourglass"}),
     # a chain of 3 jobs: SIGUSR1 (scancel) to the first two, each checkpoints and submits
     # the next; the last one's final state equals an uninterrupted run's
     "restart_chain": Job("restart_chain.slurm",
