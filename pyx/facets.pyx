@@ -412,7 +412,7 @@ def ball_facet(const long long[::1] group_start, const int[::1] particle, const 
     contact row k belongs to, or -1.
     Returns (max U / R, its row, first row of a group with more than MAXC facets or -1)."""
     cdef Py_ssize_t ng = group_start.shape[0] - 1, gi
-    cdef int nt = max(1, n_threads), tid, too_many = -1
+    cdef int nt = max(1, n_threads), tid
     cdef Mesh M
     if ng <= 0:
         return 0.0, -1, -1
@@ -425,6 +425,9 @@ def ball_facet(const long long[::1] group_start, const int[::1] particle, const 
     M.vf_idx = &vertex_facet_idx[0]
     M.side_off = &side_off[0]
     cdef double[:, ::1] worst = _worst_init(nt)
+    # first row of a crowded group, per thread (a scalar assigned in a prange body
+    # would be lastprivate: only the last iteration's value would survive)
+    cdef long long[::1] crowded = np.full(nt, -1, np.int64)
     for gi in prange(ng, nogil=True, schedule='static', num_threads=nt):
         tid = threadid()
         if ball_wall_group(group_start[gi], group_start[gi + 1], particle[group_start[gi]],
@@ -433,12 +436,14 @@ def ball_facet(const long long[::1] group_start, const int[::1] particle, const 
                            wall_full, wall_rigid, wall_v, wall_w, wall_ref, vertex_vel,
                            pair_table, n_materials, dt, flags, active, state, holder,
                            &worst[tid, 0]) < 0:
-            too_many = <int>group_start[gi]
+            if crowded[tid] < 0:
+                crowded[tid] = group_start[gi]
     best = 0
     for tid in range(nt):
         if not (worst[tid, 0] <= worst[best, 0]):
             best = tid
-    return worst[best, 0], int(worst[best, 1]), too_many
+    found = [int(c) for c in crowded if c >= 0]
+    return worst[best, 0], int(worst[best, 1]), min(found) if found else -1
 
 
 cdef double[:, ::1] _worst_init(int nt):

@@ -313,3 +313,29 @@ def test_deformable_wall_moving_as_a_whole_equals_the_rigid_one():
     assert np.abs(rigid - deformable).max() <= 1e-10 * np.abs(rigid).max()
     ft = rigid[-1, :2]
     assert ft @ u[:2] > 0.9 * np.linalg.norm(ft) * np.linalg.norm(u[:2])   # along u
+
+
+def test_threads_give_the_same_bits():
+    """Ball-facet groups run in OpenMP threads; 1 and 2 threads give the same state,
+    and a crowded ball is reported whichever thread meets it."""
+    def run(threads):
+        dom = pdem.Domain((-0.06, -0.06, -0.01), (0.06, 0.06, 0.15))
+        sim = pdem.Simulation(dom, dt=5e-5, gravity=(0, 0, -9.81), threads=threads)
+        sim.material("m", density=2500.0, kn=2e3, friction=0.3, restitution=0.2)
+        sim.add_mesh_wall(shapes.box((-0.05, -0.05, 0.0), (0.05, 0.05, 0.12), 4), "m")
+        sim.add_mesh_wall(shapes.rectangle((-0.03, -0.03), (0.03, 0.03), 0.02, 2), "m",
+                          angular_velocity=(0.0, 0.0, 4.0), reference_point=(0, 0, 0.02))
+        g = np.linspace(-0.04, 0.04, 6)
+        x, y, z = np.meshgrid(g, g, 0.03 + 0.012 * np.arange(3), indexing="ij")
+        sim.add_spheres(np.c_[x.ravel(), y.ravel(), z.ravel()], 0.005, "m")
+        sim.run(steps=2000)
+        return sim.particles(), sim.mesh_wall_forces()
+    (p1, f1), (p2, f2) = run(1), run(2)
+    for k in ("position", "velocity", "angular_velocity", "force"):
+        assert np.array_equal(p1[k], p2[k]), k
+    assert np.array_equal(f1["force"], f2["force"]) and np.abs(f1["force"]).max() > 0
+    sim = scene(shapes.rectangle((0.2, 0.2), (0.8, 0.8), 0.1, 40), gravity=(0, 0, 0))
+    sim.threads = 2
+    sim.add_spheres([[0.3, 0.3, 0.2], [0.5, 0.5, 0.13], [0.7, 0.7, 0.2]], [0.01, 0.1, 0.01], "m")
+    with pytest.raises(pdem.SimulationError, match=r"particle id 1 .* facets of mesh wall 0"):
+        sim.step()
