@@ -64,7 +64,7 @@ extensions = [
         [pyx],
         include_dirs=[numpy.get_include(), "pyx"],
         # inline the L6Geom/law helpers (declared inline) into the contact loops
-        extra_compile_args=["-O3", "-ffp-contract=off", "--param", "max-inline-insns-single=2000",
+        extra_compile_args=["-O3", "-ffp-contract=off", "-fno-math-errno", "--param", "max-inline-insns-single=2000",
                             "--param", "large-function-growth=2000", "--param",
                             "inline-unit-growth=1000"] + arch_flags() + omp_compile,
         extra_link_args=omp_link,

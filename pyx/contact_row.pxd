@@ -4,7 +4,7 @@
 # kernel (facets.pyx).
 from vecmath cimport v3, m33, vld, vst, mld, mst, vadd, vsub, vneg, vcross, mtdot
 from l6geom cimport l6_form, l6_update, l6_branches
-from laws cimport law_eval
+from laws cimport law_eval, P_ROLL_K, P_TWIST_K
 
 # One row of 30 doubles per contact: L6Geom state then kernel outputs.
 cdef enum:
@@ -38,9 +38,13 @@ cdef inline void contact_update(v3 c, v3 n, double un, v3 x2, v3 v1, v3 v2, v3 w
     law_eval(P, meff, reff, u, phi, &u0, &phi0, udot, phidot, &f_loc, &m_loc)
     l6_branches(c, n, x2, r1, r2, flags, &b1, &b2)
     F = mtdot(T, f_loc)
-    M = mtdot(T, m_loc)
     vst(row + S_FORCE, F)
-    vst(row + S_TORQUE2, vadd(vcross(b2, F), M))
-    vst(row + S_TORQUE1, vsub(vcross(b1, vneg(F)), M))
+    if P[P_ROLL_K] > 0.0 or P[P_TWIST_K] > 0.0:
+        M = mtdot(T, m_loc)
+        vst(row + S_TORQUE2, vadd(vcross(b2, F), M))
+        vst(row + S_TORQUE1, vsub(vcross(b1, vneg(F)), M))
+    else:       # no rolling or twisting law: law_eval's moment is zero, skip it
+        vst(row + S_TORQUE2, vcross(b2, F))
+        vst(row + S_TORQUE1, vcross(b1, vneg(F)))
     mst(row + S_T, T)
     vst(row + S_U, u); vst(row + S_PHI, phi); vst(row + S_U0, u0); vst(row + S_PHI0, phi0)
