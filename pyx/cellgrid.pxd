@@ -1,6 +1,8 @@
 # Header-only uniform cell grid helpers shared by the neighbor search (cells.pyx), the
 # facet candidates (facets.pyx) and the NSCD contact detection (nscd.pyx): the cell
-# coordinate of a point, clamped to the grid; the counting sort of items by cell (CSR:
+# coordinate of a point, clamped to the grid; the grid size (cells grown until there
+# are at most about 2 per item, so a sparse cloud never allocates a huge grid); the
+# counting sort of items by cell (CSR:
 # the items of cell c are members[start[c]:start[c + 1]], in increasing item order);
 # and the sort of one particle's partner run by global id (deterministic lists).
 from libc.math cimport floor
@@ -13,6 +15,24 @@ cdef inline long cell_coord(double x, double origin, double inv_cell, long n) no
     if c >= n:
         return n - 1
     return c
+
+
+cdef inline double grid_size(const double* lo, const double* hi, double cell, long n,
+                             long* nc) noexcept nogil:
+    """Cells per axis nc[0..2] over the box lo..hi with cells of at least `cell` (a
+    non-positive cell means 1), grown by 1.26 until nc[0] nc[1] nc[2] <= 2 n + 27.
+    Returns 1 / the cell size."""
+    cdef double inv_cell
+    cdef int d
+    if not cell > 0.0:
+        cell = 1.0
+    while True:
+        inv_cell = 1.0 / cell
+        for d in range(3):
+            nc[d] = <long>((hi[d] - lo[d]) * inv_cell) + 1
+        if nc[0] * nc[1] * nc[2] <= 2 * n + 27:
+            return inv_cell
+        cell *= 1.26
 
 
 cdef inline void cell_sort(const long[::1] cell_of, long[::1] start,

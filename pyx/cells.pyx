@@ -11,7 +11,7 @@ deterministic.
 """
 cimport cython
 from cython.parallel cimport prange
-from cellgrid cimport cell_coord, cell_sort, sort_run_by_id
+from cellgrid cimport cell_coord, cell_sort, grid_size, sort_run_by_id
 import numpy as np
 
 
@@ -40,14 +40,7 @@ def build_pairs(const double[:, ::1] pos, const int[:, ::1] image, const double[
     for d in range(3):
         lo[d] = sp_arr[:, d].min()
         hi[d] = sp_arr[:, d].max()
-    # cap the number of cells near 2n so a sparse cloud does not allocate a huge grid
-    while True:
-        inv_cell = 1.0 / cell
-        for d in range(3):
-            nc[d] = <long>((hi[d] - lo[d]) * inv_cell) + 1
-        if nc[0] * nc[1] * nc[2] <= 2 * n + 27:
-            break
-        cell *= 1.26
+    inv_cell = grid_size(lo, hi, cell, n, nc)
     cdef long ncell = nc[0] * nc[1] * nc[2]
     cell_of_arr = np.empty(n, dtype=np.int64)
     cdef long[::1] cell_of = cell_of_arr

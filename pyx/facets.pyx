@@ -105,7 +105,7 @@ def closest_points(centres, facet_index, vertices, facets, int threads=1):
 # --------------------------------------------------------------------------------------
 from libc.math cimport INFINITY
 from libc.stdlib cimport malloc, realloc, free
-from cellgrid cimport cell_coord, cell_sort
+from cellgrid cimport cell_coord, cell_sort, grid_size
 from contact_row cimport S_NCOLS, contact_update
 from vecmath cimport V, vadd, vscale, vcross, vneg
 
@@ -465,10 +465,10 @@ def facet_candidates(const double[:, ::1] pos, const double[::1] radius, int n_o
     cdef Py_ssize_t n = n_own, nf = facet_list.shape[0], i, k, c, cnt = 0, cap = 1024
     cdef int ax, p
     cdef long long f, ncell
-    cdef double rmax = 0.0, h
+    cdef double rmax = 0.0, inv_h
     cdef double lo[3]
     cdef double hi[3]
-    cdef long long nc[3]
+    cdef long nc[3]
     cdef long long ilo[3]
     cdef long long ihi[3]
     cdef long long ix, iy, iz
@@ -484,22 +484,13 @@ def facet_candidates(const double[:, ::1] pos, const double[::1] radius, int n_o
         for ax in range(3):
             lo[ax] = min(lo[ax], pos[i, ax])
             hi[ax] = max(hi[ax], pos[i, ax])
-    h = 2.0 * rmax + skin
-    if not h > 0.0:
-        h = 1.0
-    while True:
-        ncell = 1
-        for ax in range(3):
-            nc[ax] = <long long>((hi[ax] - lo[ax]) / h) + 1
-            ncell *= nc[ax]
-        if ncell <= 4 * n + 1000:
-            break
-        h *= 1.5
+    inv_h = grid_size(lo, hi, 2.0 * rmax + skin, n, nc)
+    ncell = nc[0] * nc[1] * nc[2]
     cdef long[::1] cell_of = np.empty(n, np.int64)
     for i in range(n):
-        cell_of[i] = (cell_coord(pos[i, 0], lo[0], 1.0 / h, nc[0]) * nc[1]
-                      + cell_coord(pos[i, 1], lo[1], 1.0 / h, nc[1])) * nc[2] \
-                     + cell_coord(pos[i, 2], lo[2], 1.0 / h, nc[2])
+        cell_of[i] = (cell_coord(pos[i, 0], lo[0], inv_h, nc[0]) * nc[1]
+                      + cell_coord(pos[i, 1], lo[1], inv_h, nc[1])) * nc[2] \
+                     + cell_coord(pos[i, 2], lo[2], inv_h, nc[2])
     cdef long[::1] start = np.zeros(ncell + 1, np.int64)
     cdef int[::1] items = np.empty(n, np.int32)
     cell_sort(cell_of, start, items)
@@ -520,8 +511,8 @@ def facet_candidates(const double[:, ::1] pos, const double[::1] radius, int n_o
                               vertices[facets[f, 2], ax]) - rmax - skin
                     bhi = max(max(vertices[facets[f, 0], ax], vertices[facets[f, 1], ax]),
                               vertices[facets[f, 2], ax]) + rmax + skin
-                    ilo[ax] = <long long>max(0.0, (blo - lo[ax]) / h)
-                    ihi[ax] = <long long>min(<double>(nc[ax] - 1), (bhi - lo[ax]) / h)
+                    ilo[ax] = <long long>max(0.0, (blo - lo[ax]) * inv_h)
+                    ihi[ax] = <long long>min(<double>(nc[ax] - 1), (bhi - lo[ax]) * inv_h)
                     if bhi < lo[ax]:
                         ihi[ax] = -1
                 if ilo[0] > ihi[0] or ilo[1] > ihi[1] or ilo[2] > ihi[2]:

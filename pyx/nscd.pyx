@@ -47,7 +47,7 @@ from cython.parallel cimport prange
 from libc.math cimport sqrt, fabs, floor, INFINITY
 from vecmath cimport v3, V, vadd, vsub, vscale, vdot, vcross, vnorm
 from omp cimport pdem_omp_available
-from cellgrid cimport cell_coord, cell_sort, sort_run_by_id
+from cellgrid cimport cell_coord, cell_sort, grid_size, sort_run_by_id
 import numpy as np
 
 
@@ -277,16 +277,7 @@ def detect(const double[:, ::1] x, const double[::1] r, const long[::1] ids,
         lo[d] = xa[:, d].min() if d < dim else 0.0
         hi[d] = xa[:, d].max() if d < dim else 0.0
     cell = 2.0 * rmax + alert
-    if not cell > 0.0:
-        cell = 1.0
-    while True:                 # at most about 2n cells, however sparse the grains
-        inv_cell = 1.0 / cell
-        if (((hi[0] - lo[0]) * inv_cell + 1.0) * ((hi[1] - lo[1]) * inv_cell + 1.0)
-                * ((hi[2] - lo[2]) * inv_cell + 1.0) <= 2.0 * n + 27.0):
-            break
-        cell *= 1.26
-    for d in range(3):
-        nc[d] = <long>((hi[d] - lo[d]) * inv_cell) + 1
+    inv_cell = grid_size(lo, hi, cell, n, nc)
     cdef long ncell = nc[0] * nc[1] * nc[2]
     cell_of_arr = np.empty(n, dtype=np.int64)
     cdef long[::1] cell_of = cell_of_arr
@@ -493,31 +484,6 @@ def sweep_nlgs(const signed char[::1] kind, const int[::1] ci, const int[::1] cj
     return res
 
 
-def grain_lists(const signed char[::1] kind, const int[::1] ci, const int[::1] cj,
-                long n_grains):
-    """CSR of each grain's contacts in ascending contact order: entry 2 c + side
-    (side 1: the grain is body j)."""
-    cdef Py_ssize_t nc = kind.shape[0], c
-    start_arr = np.zeros(n_grains + 1, dtype=np.int64)
-    cdef long[::1] start = start_arr
-    for c in range(nc):
-        start[ci[c] + 1] += 1
-        if kind[c] == 0:
-            start[cj[c] + 1] += 1
-    for c in range(n_grains):
-        start[c + 1] += start[c]
-    entry_arr = np.empty(start[n_grains], dtype=np.int64)
-    cdef long[::1] entry = entry_arr
-    cdef long[::1] fill = start_arr[:n_grains].copy()
-    for c in range(nc):
-        entry[fill[ci[c]]] = 2 * c
-        fill[ci[c]] += 1
-        if kind[c] == 0:
-            entry[fill[cj[c]]] = 2 * c + 1
-            fill[cj[c]] += 1
-    return start_arr, entry_arr
-
-
 cdef void _jacobi_contact(Py_ssize_t c, const signed char[::1] kind, const int[::1] ci,
                           const int[::1] cj, const double[:, ::1] normal,
                           const double[::1] W, const double[::1] wt,
@@ -541,7 +507,7 @@ def sweep_jacobi(const signed char[::1] kind, const int[::1] ci, const int[::1] 
                  const double[::1] target, double[:, ::1] v, double[:, ::1] w,
                  const double[::1] r, const double[::1] m, const double[::1] inv_inertia,
                  double mu, int projected, double relax, double[::1] pn, double[:, ::1] pt,
-                 const long[::1] start, const long[::1] entry, double[:, ::1] inc,
+                 const long[::1] start, const int[::1] entry, double[:, ::1] inc,
                  double[::1] res, long n_update, int n_threads):
     """One Jacobi sweep: every contact from the sweep's start velocities (increments in
     inc (nc, 12): dv_i, dv_j, dw_i, dw_j; each correction scaled by relax), then grains

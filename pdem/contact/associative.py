@@ -16,9 +16,9 @@ the centre, so its overlap is at least as large and positive too. Equal overlaps
 centred over a shared edge or vertex of a flat wall) are ordered by facet index, so the
 choice is deterministic and independent of the candidate order.
 
-This is the pure rule over the few candidates of one ball, in Python; the batch kernel
-will apply the same rule per ball. Continuity of contact state and proximity contacts
-build on its output.
+This is the pure rule over the few candidates of one ball, in Python: the reference
+that tests hold the step's kernel (pyx/facets.pyx, ball_facet, which applies the same
+rules per ball and adds continuity of contact state and proximity contacts) to.
 
 "Full" mode (`resolve_full`) adds the seed's sliver and wedge check (Figure 8): after the
 associative logic, an active contact whose segment from the ball centre to its wall

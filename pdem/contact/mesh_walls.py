@@ -147,17 +147,22 @@ class MeshWalls:
             else:
                 self.wall_ref[i] = w.mesh.vertices.mean(axis=0) if len(w.mesh.vertices) else 0
 
+    @property
+    def moving(self):
+        return any(w.motion is not None for w in self.walls)
+
     def move(self, dt):
         """Move every moving wall over one step (t -> t + dt)."""
-        moving = [w for w in self.walls if w.motion is not None]
-        for w in moving:
-            w.motion.step(dt)
-        if moving:
+        if self.moving:
+            for w in self.walls:
+                if w.motion is not None:
+                    w.motion.step(dt)
             self._sync()
 
     def moved2(self):
-        """Largest squared vertex displacement since the last neighbour-list build."""
-        if len(self.vertices) == 0:
+        """Largest squared vertex displacement since the last neighbour-list build
+        (fixed walls never move: no scan of their vertices)."""
+        if not self.moving:
             return 0.0
         d = self.vertices - self._build_vertices
         return float(np.max(np.einsum("ij,ij->i", d, d)))

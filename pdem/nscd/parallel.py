@@ -74,7 +74,7 @@ class ParallelGrainProblem(GrainProblem):
 
     def _end_sweep(self, res, ghost_dv, ghost_dw):
         if ghost_dv is not None:
-            self._reverse_ghosts([ghost_dv, ghost_dw])
+            self.ghosts.reverse_add([ghost_dv, ghost_dw])
             own = self._own
             w = self.omega.reshape(self.n, self._nw)
             self.v[:own] += ghost_dv[:own]
@@ -159,28 +159,6 @@ class ParallelGrainProblem(GrainProblem):
         """Copy the owners' velocities and angular velocities into the ghosts (the
         swaps recorded by the last build, in order: later swaps forward earlier ghosts)."""
         self.ghosts.refresh_arrays([self.v, self.omega.reshape(self.n, self._nw)], tag=300)
-
-    def _reverse_ghosts(self, arrays):
-        """Send the values of ghost rows back along the recorded swaps, in reverse order,
-        and add them to the source rows (LAMMPS "reverse communication"): a ghost of a
-        ghost reaches its owner through the rank that forwarded it."""
-        width = sum(a.shape[1] for a in arrays)
-        cart = self.comm
-        for k in range(len(self.ghosts.swaps) - 1, -1, -1):
-            sel, dest, source, first, count = self.ghosts.swaps[k]
-            reqs = []
-            recv = np.empty((len(sel), width))
-            if len(sel):
-                reqs.append(cart.Irecv(recv, source=dest, tag=500 + k))
-            if count:
-                send = np.ascontiguousarray(np.hstack([a[first:first + count] for a in arrays]))
-                reqs.append(cart.Isend(send, dest=source, tag=500 + k))
-            if reqs:
-                MPI.Request.Waitall(reqs)
-            c = 0
-            for a in arrays:
-                np.add.at(a, sel, recv[:, c:c + a.shape[1]])
-                c += a.shape[1]
 
     def _migrate(self):
         """Owned grains outside this subdomain go to their owner (positions are kept

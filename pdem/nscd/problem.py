@@ -49,6 +49,7 @@ import warnings
 
 import numpy as np
 
+from .._kernels import contacts as _ck
 from .._kernels import facets as _fk
 from .._kernels import nscd as _k
 from ..contact.mesh import Mesh
@@ -530,7 +531,9 @@ class GrainProblem:
         if not self._any_contacts(m):
             return self._finish("jacobi", 0, 0.0, tol, dt, itmax)
         w = self._prepare(dt)
-        start, entry = _k.grain_lists(self._kind, self._ci, self._cj, self.n)
+        # each grain's contacts in contact order: entry 2 c + side (side 1: body j)
+        start, entry = _ck.build_gather_lists(
+            self._ci, np.where(self._kind == 0, self._cj, -1).astype(np.int32), self.n)
         inc = np.empty((m, 12))
         res_c = np.empty(m)
         projected = int(self.normal_rule == "projected")

@@ -90,6 +90,33 @@ class GhostExchange:
                 a[first:first + count] = recv[:, c:c + a.shape[1]]
                 c += a.shape[1]
 
+    def reverse_add(self, arrays, tag=500):
+        """Send the ghost rows of each array back along the recorded swaps, in reverse
+        order, and add them to their source rows (LAMMPS "reverse communication"): a
+        ghost of a ghost reaches its owner through the rank that forwarded it, and a
+        periodic image of an owned particle adds to it on this rank."""
+        cart = self.dec.cart
+        width = sum(a.shape[1] for a in arrays)
+        for k in range(len(self.swaps) - 1, -1, -1):
+            sel, dest, source, first, count = self.swaps[k]
+            if dest == source == self.dec.rank:
+                for a in arrays:
+                    np.add.at(a, sel, a[first:first + count])
+                continue
+            reqs = []
+            recv = np.empty((len(sel), width))
+            if len(sel):
+                reqs.append(cart.Irecv(recv, source=dest, tag=tag + k))
+            if count:
+                send = np.ascontiguousarray(np.hstack([a[first:first + count] for a in arrays]))
+                reqs.append(cart.Isend(send, dest=source, tag=tag + k))
+            if reqs:
+                MPI.Request.Waitall(reqs)
+            c = 0
+            for a in arrays:
+                np.add.at(a, sel, recv[:, c:c + a.shape[1]])
+                c += a.shape[1]
+
 
 def wrap(pos, box_lo, box_hi, periodic):
     """Wrap positions into the box on periodic axes, touching only those outside
