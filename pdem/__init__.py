@@ -3,11 +3,12 @@ from .contact.mesh import Mesh
 from .domain import Domain
 from .errors import InputError, SimulationError
 from .materials import Material
+from .nscd.scheme import NSCD
 from .simulation import CheckpointExit, Simulation
 from .threads import openmp_available, thread_count
 
 __version__ = "0.1.0"
-__all__ = ["Domain", "Mesh", "Simulation", "Material", "InputError", "SimulationError",
+__all__ = ["Domain", "Mesh", "Simulation", "Material", "NSCD", "InputError", "SimulationError",
            "CheckpointExit", "restart", "openmp_available", "thread_count"]
 
 

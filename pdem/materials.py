@@ -58,7 +58,9 @@ class Material:
     limit_damping: bool = False
     index: int = field(default=-1, compare=False)
 
-    def check(self):
+    def check(self, stiffness=True):
+        """Check the parameters; stiffness=False (the NSCD scheme, rigid grains): the
+        law's stiffness may be missing."""
         def positive(name, allow_none=True, allow_zero=False):
             v = getattr(self, name)
             if v is None and allow_none:
@@ -79,6 +81,8 @@ class Material:
             raise InputError("material %r: poisson must be in (-1, 0.5), got %r" % (self.name, self.poisson))
         if self.restitution is not None and not (0.0 <= self.restitution <= 1.0):
             raise InputError("material %r: restitution must be in [0, 1], got %r" % (self.name, self.restitution))
+        if not stiffness:
+            return
         if self.law == "hertz" and self.young is None:
             raise InputError("material %r: law 'hertz' needs young (Young's modulus)" % self.name)
         if self.law == "hooke" and self.young is None and self.kn is None:
@@ -165,11 +169,12 @@ def _moduli(m1, m2):
 class MaterialTable:
     """The materials of a simulation and the pair table the kernels read."""
 
-    def __init__(self):
+    def __init__(self, stiffness=True):
+        self.stiffness = stiffness        # False: rigid grains (NSCD), no law needed
         self.materials = []
         self.by_name = {}
         self.overrides = {}
-        self._table = None
+        self._table = self._coefficients = None
 
     def add(self, name, density, **params):
         if name in self.by_name:
@@ -178,11 +183,11 @@ class MaterialTable:
         if unknown:
             raise InputError("unknown material parameter(s) %s for %r" % (sorted(unknown), name))
         m = Material(name=name, density=density, **params)
-        m.check()
+        m.check(self.stiffness)
         m.index = len(self.materials)
         self.materials.append(m)
         self.by_name[name] = m
-        self._table = None
+        self._table = self._coefficients = None
         return m
 
     def get(self, material):
@@ -204,7 +209,7 @@ class MaterialTable:
         if unknown:
             raise InputError("unknown pair parameter(s) %s for (%r, %r)" % (sorted(unknown), a.name, b.name))
         self.overrides[(min(a.index, b.index), max(a.index, b.index))] = dict(params)
-        self._table = None
+        self._table = self._coefficients = None
 
     def pair_params(self, a, b):
         """Resolved parameters of a pair (after mixing and overrides)."""
@@ -252,6 +257,21 @@ class MaterialTable:
             r[COL["zeta"]] = damping_ratio_linear(1.0 if e is None else e)
             r[COL["ct_ratio"]] = 0.5
         return r
+
+    def coefficients(self):
+        """(friction, restitution) of every pair, two (n_materials^2,) arrays (index
+        a*n + b), for the NSCD scheme (unset restitution: 0, a perfectly inelastic
+        impact)."""
+        if self._coefficients is None:
+            n = len(self.materials)
+            mu, e = np.zeros(max(n * n, 1)), np.zeros(max(n * n, 1))
+            for a in self.materials:
+                for b in self.materials:
+                    p = self.pair_params(a, b)[0]
+                    mu[a.index * n + b.index] = p["friction"]
+                    e[a.index * n + b.index] = p["restitution"] or 0.0
+            self._coefficients = (mu, e)
+        return self._coefficients
 
     def table(self):
         """(n_materials^2, ncols) float64; row a*n + b holds the pair (a, b)."""

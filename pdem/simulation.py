@@ -5,7 +5,8 @@ The step (ARCHITECTURE.md section 2), written once, in `step`:
   particles with their contact rows, build ghosts (six swaps), Verlet lists, carry
   contact state over; else refresh ghosts  ->  contacts (L6Geom + law) for pairs
   planes and faceted walls  ->  gather forces per particle in a fixed order  ->  kick (v to
-  t + dt/2)  ->  collective checks (NaN, overlap).
+  t + dt/2)  ->  collective checks (NaN, overlap). With scheme=pdem.NSCD(...) the contacts
+  and kick are replaced by a velocity-level contact solve (pdem/nscd/scheme.py).
 
 Every rank runs the same script (SPMD): scene set-up calls (materials, planes,
 add_spheres with the full arrays) are made on all ranks; each rank keeps what it
@@ -27,6 +28,7 @@ from .contact.walls import Planes
 from .domain import Domain
 from .errors import InputError, SimulationError
 from .materials import COL, MaterialTable
+from .nscd.scheme import NSCD
 from .parallel.decomposition import Decomposition
 from .parallel.exchange import pack, record_dtype, unpack
 from .parallel.ghosts import GhostExchange, wrap
@@ -82,12 +84,14 @@ class Simulation:
     'mid_trsf', 'no_renorm_trsf'; no_ratch: branch vectors r n (seed 000); lost:
     'error' or 'remove' for particles leaving a non-periodic box; check_timestep:
     refuse a dt above the critical one; max_overlap: stop when an overlap exceeds
-    this fraction of the smaller radius.
+    this fraction of the smaller radius; scheme: None (explicit force laws, leap-frog)
+    or a pdem.NSCD (non-smooth contact dynamics; the skin then adds to its alert
+    distance in the Verlet lists).
     """
 
     def __init__(self, domain, dt, gravity=(0.0, 0.0, 0.0), comm=None, skin=None, threads=None,
                  approx=(), no_ratch=False, lost="error", check_timestep=True, max_overlap=0.5,
-                 dims=None, balance=1.2, check_ids=False):
+                 dims=None, balance=1.2, check_ids=False, scheme=None):
         if not isinstance(domain, Domain):
             raise InputError("domain must be a pdem.Domain, got %r" % (domain,))
         if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
@@ -105,6 +109,9 @@ class Simulation:
             raise InputError("lost must be 'error' or 'remove', got %r" % (lost,))
         if skin is not None and not (math.isfinite(skin) and skin > 0):
             raise InputError("skin must be a positive number, got %r" % (skin,))
+        if scheme is not None and not isinstance(scheme, NSCD):
+            raise InputError("scheme must be None (explicit) or a pdem.NSCD, got %r" % (scheme,))
+        self.scheme = scheme
         self.domain = domain
         self.dt = float(dt)
         self.gravity = g if domain.dim == 3 else np.array([g[0], g[1], 0.0])
@@ -123,7 +130,7 @@ class Simulation:
         self.lost = lost
         self.check_timestep = check_timestep
         self.max_overlap = float(max_overlap)
-        self.materials = MaterialTable()
+        self.materials = MaterialTable(stiffness=scheme is None)
         self.planes = Planes()
         self.store = ParticleStore()
         self.pairs = ContactBatch()
@@ -307,7 +314,7 @@ class Simulation:
     def step(self):
         """One time step t -> t + dt (see the module docstring for the order)."""
         st = self.store
-        if not self._checked_dt and self.check_timestep:
+        if not self._checked_dt and self.check_timestep and self.scheme is None:
             self._check_timestep()
         clock = time.perf_counter()
         since_build = st.pos if self._dirty else self._build_pos
@@ -331,11 +338,16 @@ class Simulation:
             self.ghosts.refresh(st)
             t2 = time.perf_counter()
             self.timers["comm"] += t2 - t1
-        problem = self._compute_forces()
-        t3 = time.perf_counter()
-        self.timers["contact"] += t3 - t2
-        bad = integrate.kick(st.vel, st.angvel, st.force, st.torque, st.mass, st.inertia,
-                             st.blocked, self.gravity, self.dt, st.n_own, self.threads)
+        if self.scheme is None:
+            problem = self._compute_forces()
+            t3 = time.perf_counter()
+            self.timers["contact"] += t3 - t2
+            bad = integrate.kick(st.vel, st.angvel, st.force, st.torque, st.mass, st.inertia,
+                                 st.blocked, self.gravity, self.dt, st.n_own, self.threads)
+        else:
+            problem, bad = self.scheme.update_velocities(self)
+            t3 = time.perf_counter()
+            self.timers["contact"] += t3 - t2
         t4 = time.perf_counter()
         self.timers["integrate"] += t4 - t3
         if bad >= 0:                            # the root cause of a NaN overlap too
@@ -413,6 +425,13 @@ class Simulation:
                                 self.walls.state, self.threads)
         problem = problem or self._overlap_message(worst, self.walls, particle_pair=False)
         problem = problem or self._facet_contacts(table, nmat)
+        self._sum_contact_forces()
+        return problem
+
+    def _sum_contact_forces(self):
+        """Force and torque of every owned particle: the sum of its contact rows, in
+        a fixed order (the same bits on any rank and thread count)."""
+        st = self.store
         if self.threads == 1:
             ck.scatter(self._owner1, self._owner2, self.pairs.active, self.pairs.state,
                        self.walls.i1, self.walls.active, self.walls.state,
@@ -427,7 +446,6 @@ class Simulation:
         fr = self.facet_rows
         ck.add_wall_forces(fr.i1, fr.active, fr.state, st.force[:st.n_own],
                            st.torque[:st.n_own])
-        return problem
 
     def _facet_contacts(self, table, nmat):
         """Ball-facet contacts of the step (pyx/facets.pyx ball_facet); returns a
@@ -490,12 +508,14 @@ class Simulation:
         if self.skin is None:
             self.skin = 0.2 * rmax if rmax > 0 else 1.0
         list_skin = 2.0 * self.skin if restore else self.skin
+        if self.scheme is not None:          # potential contacts within the alert distance
+            list_skin += self.scheme.reach(self, own["radius"])
         cutoff = 2.0 * rmax + list_skin
         self._box_len = np.ascontiguousarray(dom.length)
         for axis in range(3):
             if dom.periodic[axis] and dom.length[axis] < 2.0 * cutoff:
                 raise InputError("domain length %g on periodic axis %d is below twice the pair "
-                                 "range 2 * (2 r_max + skin) = %g" % (dom.length[axis], axis, 2 * cutoff))
+                                 "range 2 * (2 r_max + skin [+ NSCD alert]) = %g" % (dom.length[axis], axis, 2 * cutoff))
         dec.check_thickness(cutoff)
         old_pairs, old_walls, old_facets = self.pairs, self.walls, self.facet_rows
         if self.size > 1:
@@ -531,7 +551,8 @@ class Simulation:
             first = np.ones(len(key), bool)
             first[1:] = key[1:] != key[:-1]
             key, i1, i2 = key[first], i1[first], i2[first]
-        self._check_pair_laws(i1, i2)
+        if self.scheme is None:
+            self._check_pair_laws(i1, i2)
         pairs = ContactBatch(i1, i2, key)
         pairs.carry_from(old_pairs)
         self.pairs = pairs
@@ -845,16 +866,18 @@ class Simulation:
     def energy(self):
         """Kinetic, rotational and gravitational potential energy at time t, summed over
         ranks (collective): the kinetic terms use m v(t-dt/2).v(t+dt/2)/2, the
-        leap-frog's time-centred form."""
+        leap-frog's time-centred form (NSCD: m v.v/2 of the stored velocity)."""
         st, n = self.store, self.store.n_own
         v_plus, w_plus = st.vel[:n], st.angvel[:n]
-        acc = st.force[:n] / st.mass[:n, None] + self.gravity
-        alpha = st.torque[:n] / st.inertia[:n, None]
-        for d in range(3):
-            acc[(st.blocked[:n] & (1 << d)) != 0, d] = 0.0
-            alpha[(st.blocked[:n] & (8 << d)) != 0, d] = 0.0
-        v_minus = v_plus - acc * self.dt
-        w_minus = w_plus - alpha * self.dt
+        v_minus, w_minus = v_plus, w_plus          # NSCD: m v.v/2 of the step's velocity
+        if self.scheme is None:
+            acc = st.force[:n] / st.mass[:n, None] + self.gravity
+            alpha = st.torque[:n] / st.inertia[:n, None]
+            for d in range(3):
+                acc[(st.blocked[:n] & (1 << d)) != 0, d] = 0.0
+                alpha[(st.blocked[:n] & (8 << d)) != 0, d] = 0.0
+            v_minus = v_plus - acc * self.dt
+            w_minus = w_plus - alpha * self.dt
         e = np.array([0.5 * np.sum(st.mass[:n] * np.einsum("ij,ij->i", v_minus, v_plus)),
                       0.5 * np.sum(st.inertia[:n] * np.einsum("ij,ij->i", w_minus, w_plus)),
                       -np.sum(st.mass[:n] * (st.pos[:n] @ self.gravity))])

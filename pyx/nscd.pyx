@@ -12,22 +12,25 @@ A contact c joins grain i = ci[c] (always a grain) and body j = cj[c] of kind
 kind[c]: 0 grain, 1 boundary segment, 2 boundary disk (radius 0), 3 plane, 4 mesh
 facet (3D; listed by pdem.nscd.problem with the facet kernels and merged into this
 list). The solver only tells kind 0 (two grains) from the others: every boundary
-kind, facets included, is a fixed body of infinite mass. The
-normal n points from j to i (seed 003: v_n = (v_i - v_j).n, a positive correction
-pushes i along +n); for a boundary it points from the wall into the grain. The gap
-d is the surface-to-surface distance (negative in overlap). Boundaries do not move
-and have infinite mass and inertia. Contacts are listed by (id_i, kind, id_j) with
-id_i < id_j for grain pairs (ids: global grain ids, the row index on one rank).
+kind, facets included, is a body of infinite mass and inertia whose velocity at the
+contact point is vb[c] (zero for fixed walls; pdem.Simulation's moving planes and mesh
+walls). The normal n points from j to i (seed 003: v_n = (v_i - v_j).n, a positive
+correction pushes i along +n); for a boundary it points from the wall into the grain.
+The gap d is the surface-to-surface distance (negative in overlap). Mu[c] and e[c]
+are the contact's friction and restitution coefficients. Contacts are listed by
+(id_i, kind, id_j) with id_i < id_j for grain pairs (ids: global grain ids, the row
+index on one rank).
 
 Solver (one contact, increments of the impulse P = P_n n + P_t acting on i, -P on j):
   W   = (m_i + m_j) / (m_i m_j)   (seed W_nn; 1 / m_i for a boundary)
   w_t = W + r_i^2 / I_i + r_j^2 / I_j   (tangential Delassus diagonal of spheres)
-  normal: dv = target - v_n, target = -max(0, d)/dt [- e u_n^- for an impact]
+  normal: dv = target - v_n, target = -max(0, d)/dt; an impact with e > 0 aims at
+          -e u_n^- instead (Newton, Moreau-Jean: the gap is not closed in that step)
           (overlaps: -beta d/dt with overlap_correction beta > 0; seed: beta = 0)
           seed rule (projected=0): dv = max(0, dv)          -> seed 003 exactly
           projected rule:          P_n + dv / W >= 0 (release allowed)
           v_i += dv / (W m_i) n,  v_j -= dv / (W m_j) n,  P_n += dv / W
-  tangential (mu > 0): u_t = tangential part of the relative velocity at the
+  tangential (mu[c] > 0): u_t = tangential part of the relative velocity at the
           contact point (rotations included), P_t' = proj_{|P| <= mu P_n}(P_t - u_t / w_t),
           dP_t = P_t' - P_t applied to velocities and (b x dP_t) / I to omegas.
   The sweep residual is the largest |velocity correction|: |dv| and |dP_t| w_t.
@@ -330,19 +333,49 @@ def detect(const double[:, ::1] x, const double[::1] r, const long[::1] ids,
     return kind_arr, ci_arr, cj_arr, normal_arr, gap_arr
 
 
+def verlet_pair_gaps(const int[::1] i1, const int[::1] i2, const double[:, ::1] pos,
+                     const int[:, ::1] image, const double[::1] box_len,
+                     const double[::1] radius, double[:, ::1] normal, double[::1] gap,
+                     int n_threads):
+    """Normal (from particle i2 to i1, seed 003's j -> i) and surface gap of every pair
+    of a pdem.Simulation Verlet list (periodic images as in contacts.sphere_sphere).
+    Coincident centres get the x axis."""
+    cdef Py_ssize_t m = i1.shape[0], k
+    cdef int a, b
+    cdef double dist
+    cdef v3 d
+    for k in prange(m, nogil=True, schedule='static', num_threads=max(1, n_threads)):
+        a = i1[k]
+        b = i2[k]
+        d = V(pos[a, 0] - pos[b, 0] + (image[a, 0] - image[b, 0]) * box_len[0],
+              pos[a, 1] - pos[b, 1] + (image[a, 1] - image[b, 1]) * box_len[1],
+              pos[a, 2] - pos[b, 2] + (image[a, 2] - image[b, 2]) * box_len[2])
+        dist = vnorm(d)
+        if dist > 0.0:
+            d = vscale(d, 1.0 / dist)
+        else:
+            d = V(1.0, 0.0, 0.0)
+        normal[k, 0] = d.x; normal[k, 1] = d.y; normal[k, 2] = d.z
+        gap[k] = dist - radius[a] - radius[b]
+
+
 # ---------------------------------------------------------------- solver
 def prepare(const signed char[::1] kind, const int[::1] ci, const int[::1] cj,
-            const double[:, ::1] normal, const double[::1] gap,
+            const double[:, ::1] normal, const double[::1] gap, const double[:, ::1] vb,
             const double[:, ::1] v, const double[::1] r, const double[::1] m,
-            const double[::1] inv_inertia, double dt, double e, double beta,
+            const double[::1] inv_inertia, double dt, const double[::1] e, double beta,
             double[::1] W, double[::1] wt, double[::1] target, double[::1] pn,
             double[:, ::1] pt, int n_threads):
     """Per-contact constants of a solve: seed W_nn, tangential Delassus w_t and the
-    normal velocity target from the start velocities (restitution e): impacting
-    contacts (u_n^- < 0 and d + u_n^- dt < 0) aim at -max(0, d)/dt - e u_n^-, the
-    others at -max(0, d)/dt (seed 003); beta > 0 replaces max(0, d) by beta d for an
-    overlap (d < 0): a separating velocity that removes beta of it in the step.
-    Impulses start at zero."""
+    normal velocity target from the start velocities: -max(0, d)/dt (seed 003); with
+    restitution e[c] > 0 an impacting contact (u_n^- < 0 and d + u_n^- dt < 0) aims at
+    -e u_n^- (Newton's law as in Moreau-Jean: the grain leaves with e times its
+    approach velocity; aiming at -e u_n^- - d/dt instead would take d/dt off every
+    bounce for good). beta > 0 adds -beta d/dt for an overlap (d < 0): a separating
+    velocity that removes beta of it in the step.
+    A grain of infinite mass (m = inf: prescribed velocity) counts as a boundary:
+    W = 1/m of the other body. vb[c]: velocity of a boundary body j at the contact
+    (moving walls; zero for fixed ones). Impulses start at zero."""
     cdef Py_ssize_t nc = kind.shape[0], c
     cdef int i, j, dim = v.shape[1], nt = max(1, n_threads)
     cdef double mi, mj, un, dpos
@@ -354,17 +387,22 @@ def prepare(const signed char[::1] kind, const int[::1] ci, const int[::1] cj,
         n = ld(normal, c, 3)
         if kind[c] == 0:
             mj = m[j]
-            W[c] = (mi + mj) / (mi * mj)
+            if mi == INFINITY:
+                W[c] = 1.0 / mj
+            elif mj == INFINITY:
+                W[c] = 1.0 / mi
+            else:
+                W[c] = (mi + mj) / (mi * mj)
             wt[c] = W[c] + r[i] * r[i] * inv_inertia[i] + r[j] * r[j] * inv_inertia[j]
             vj = ld(v, j, dim)
         else:
             W[c] = 1.0 / mi
             wt[c] = W[c] + r[i] * r[i] * inv_inertia[i]
-            vj = V(0.0, 0.0, 0.0)
+            vj = ld(vb, c, 3)
         un = vdot(vsub(ld(v, i, dim), vj), n)
         dpos = gap[c] if gap[c] > 0.0 else (beta * gap[c] if beta > 0.0 else 0.0)
-        if e > 0.0 and un < 0.0 and gap[c] + un * dt < 0.0:
-            target[c] = -dpos / dt - e * un
+        if e[c] > 0.0 and un < 0.0 and gap[c] + un * dt < 0.0:
+            target[c] = -e[c] * un - (dpos / dt if dpos < 0.0 else 0.0)
         else:
             target[c] = -dpos / dt
         pn[c] = 0.0
@@ -425,29 +463,30 @@ cdef inline double solve_one(v3 n, double W, double wt, double target, double ri
 
 cdef inline double solve_at(Py_ssize_t c, const signed char[::1] kind, const int[::1] ci,
                             const int[::1] cj, const double[:, ::1] normal,
-                            const double[::1] W, const double[::1] wt,
+                            const double[:, ::1] vb, const double[::1] W, const double[::1] wt,
                             const double[::1] target, const double[:, ::1] v,
                             const double[:, ::1] w, const double[::1] r, const double[::1] m,
-                            const double[::1] inv_inertia, double mu, int projected,
-                            double relax, double[::1] pn, double[:, ::1] pt, v3* dvi,
+                            const double[::1] inv_inertia, const double[::1] mu,
+                            int projected, double relax, double[::1] pn, double[:, ::1] pt, v3* dvi,
                             v3* dvj, v3* dwi, v3* dwj) noexcept nogil:
     cdef int i = ci[c], j = cj[c], dim = v.shape[1]
     cdef v3 z = V(0.0, 0.0, 0.0)
     if kind[c] == 0:
         return solve_one(ld(normal, c, 3), W[c], wt[c], target[c], r[i], r[j], m[i], m[j],
                          inv_inertia[i], inv_inertia[j], ld(v, i, dim), ld(v, j, dim),
-                         ldw(w, i), ldw(w, j), mu, projected, relax, &pn[c], &pt[c, 0],
+                         ldw(w, i), ldw(w, j), mu[c], projected, relax, &pn[c], &pt[c, 0],
                          dvi, dvj, dwi, dwj)
     return solve_one(ld(normal, c, 3), W[c], wt[c], target[c], r[i], 0.0, m[i], INFINITY,
-                     inv_inertia[i], 0.0, ld(v, i, dim), z, ldw(w, i), z, mu, projected,
+                     inv_inertia[i], 0.0, ld(v, i, dim), ld(vb, c, 3), ldw(w, i), z, mu[c], projected,
                      relax, &pn[c], &pt[c, 0], dvi, dvj, dwi, dwj)
 
 
 def sweep_nlgs(const signed char[::1] kind, const int[::1] ci, const int[::1] cj,
-               const double[:, ::1] normal, const double[::1] W, const double[::1] wt,
-               const double[::1] target, double[:, ::1] v, double[:, ::1] w,
-               const double[::1] r, const double[::1] m, const double[::1] inv_inertia,
-               double mu, int projected, double[::1] pn, double[:, ::1] pt,
+               const double[:, ::1] normal, const double[:, ::1] vb, const double[::1] W,
+               const double[::1] wt, const double[::1] target, double[:, ::1] v,
+               double[:, ::1] w, const double[::1] r, const double[::1] m,
+               const double[::1] inv_inertia, const double[::1] mu, int projected,
+               double[::1] pn, double[:, ::1] pt,
                const signed char[::1] owned, double[:, ::1] ghost_dv,
                double[:, ::1] ghost_dw):
     """One Gauss-Seidel sweep in list order, velocities updated after each contact.
@@ -465,36 +504,36 @@ def sweep_nlgs(const signed char[::1] kind, const int[::1] ci, const int[::1] cj
             i = ci[c]
             if not owned[i]:
                 continue
-            rc = solve_at(c, kind, ci, cj, normal, W, wt, target, v, w, r, m, inv_inertia,
-                          mu, projected, 1.0, pn, pt, &dvi, &dvj, &dwi, &dwj)
+            rc = solve_at(c, kind, ci, cj, normal, vb, W, wt, target, v, w, r, m,
+                          inv_inertia, mu, projected, 1.0, pn, pt, &dvi, &dvj, &dwi, &dwj)
             if rc > res:
                 res = rc
             addv(v, i, dim, dvi)
-            if mu > 0.0:
+            if mu[c] > 0.0:
                 addw(w, i, dwi)
             if kind[c] == 0:
                 j = cj[c]
                 addv(v, j, dim, dvj)
-                if mu > 0.0:
+                if mu[c] > 0.0:
                     addw(w, j, dwj)
                 if not owned[j]:
                     addv(ghost_dv, j, dim, dvj)
-                    if mu > 0.0:
+                    if mu[c] > 0.0:
                         addw(ghost_dw, j, dwj)
     return res
 
 
 cdef void _jacobi_contact(Py_ssize_t c, const signed char[::1] kind, const int[::1] ci,
                           const int[::1] cj, const double[:, ::1] normal,
-                          const double[::1] W, const double[::1] wt,
+                          const double[:, ::1] vb, const double[::1] W, const double[::1] wt,
                           const double[::1] target, const double[:, ::1] v,
                           const double[:, ::1] w, const double[::1] r, const double[::1] m,
-                          const double[::1] inv_inertia, double mu, int projected,
-                          double relax, double[::1] pn, double[:, ::1] pt,
+                          const double[::1] inv_inertia, const double[::1] mu,
+                          int projected, double relax, double[::1] pn, double[:, ::1] pt,
                           double[:, ::1] inc, double[::1] res) noexcept nogil:
     """Contact c of a Jacobi sweep (its own stack: safe in prange)."""
     cdef v3 dvi, dvj, dwi, dwj
-    res[c] = solve_at(c, kind, ci, cj, normal, W, wt, target, v, w, r, m, inv_inertia,
+    res[c] = solve_at(c, kind, ci, cj, normal, vb, W, wt, target, v, w, r, m, inv_inertia,
                       mu, projected, relax, pn, pt, &dvi, &dvj, &dwi, &dwj)
     inc[c, 0] = dvi.x; inc[c, 1] = dvi.y; inc[c, 2] = dvi.z
     inc[c, 3] = dvj.x; inc[c, 4] = dvj.y; inc[c, 5] = dvj.z
@@ -503,10 +542,11 @@ cdef void _jacobi_contact(Py_ssize_t c, const signed char[::1] kind, const int[:
 
 
 def sweep_jacobi(const signed char[::1] kind, const int[::1] ci, const int[::1] cj,
-                 const double[:, ::1] normal, const double[::1] W, const double[::1] wt,
-                 const double[::1] target, double[:, ::1] v, double[:, ::1] w,
-                 const double[::1] r, const double[::1] m, const double[::1] inv_inertia,
-                 double mu, int projected, double relax, double[::1] pn, double[:, ::1] pt,
+                 const double[:, ::1] normal, const double[:, ::1] vb, const double[::1] W,
+                 const double[::1] wt, const double[::1] target, double[:, ::1] v,
+                 double[:, ::1] w, const double[::1] r, const double[::1] m,
+                 const double[::1] inv_inertia, const double[::1] mu, int projected,
+                 double relax, double[::1] pn, double[:, ::1] pt,
                  const long[::1] start, const int[::1] entry, double[:, ::1] inc,
                  double[::1] res, long n_update, int n_threads):
     """One Jacobi sweep: every contact from the sweep's start velocities (increments in
@@ -518,8 +558,8 @@ def sweep_jacobi(const signed char[::1] kind, const int[::1] ci, const int[::1] 
     cdef double rmax = 0.0
     cdef v3 sv, sw
     for c in prange(nc, nogil=True, schedule='static', num_threads=nt):
-        _jacobi_contact(c, kind, ci, cj, normal, W, wt, target, v, w, r, m, inv_inertia, mu,
-                        projected, relax, pn, pt, inc, res)
+        _jacobi_contact(c, kind, ci, cj, normal, vb, W, wt, target, v, w, r, m, inv_inertia,
+                        mu, projected, relax, pn, pt, inc, res)
     for g in prange(n_update, nogil=True, schedule='static', num_threads=nt):
         if start[g] == start[g + 1]:
             continue
@@ -532,8 +572,7 @@ def sweep_jacobi(const signed char[::1] kind, const int[::1] ci, const int[::1] 
             sw = vadd(sw, V(inc[c, 6 + 3 * side], inc[c, 7 + 3 * side],
                             inc[c, 8 + 3 * side]))
         addv(v, g, dim, sv)
-        if mu > 0.0:
-            addw(w, g, sw)
+        addw(w, g, sw)
     for c in range(nc):
         if res[c] > rmax:
             rmax = res[c]

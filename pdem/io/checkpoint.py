@@ -5,7 +5,8 @@ to `<path>` by rank 0 only once every rank has closed it, so a crash or a full d
 never destroys the previous good checkpoint.
 
 Layout (version 1): root attributes hold the scalars (step, time, dt, skin, flags,
-next id, options) and JSON of the domain, materials and pair overrides;
+next id, options) and JSON of the domain, materials, pair overrides and time-stepping
+scheme (null: explicit; NSCD: its options);
 `planes/{point,normal,vel,material}`; `particles/<field>` for every field of
 pdem.particles.FIELDS plus `build_pos`, the position at the last neighbor build
 (rows in no particular order; ids stored); `pairs/{key,active,state}` and
@@ -69,6 +70,7 @@ def write(sim, path):
         a["gravity"] = sim.gravity
         a["dirty"] = sim._dirty
         a["options"] = json.dumps({k: getattr(sim, k) for k in OPTIONS})
+        a["scheme"] = json.dumps(None if sim.scheme is None else sim.scheme.options())
         dom = sim.domain
         a["domain"] = json.dumps({"lo": dom.lo.tolist(), "hi": dom.hi.tolist(),
                                   "periodic": list(dom.periodic), "dim": dom.dim})
@@ -146,7 +148,7 @@ def _chunks(dset):
 def read(path, comm=None, threads=None, dims=None):
     """A Simulation continuing the checkpoint `path` on the ranks of `comm` (default
     MPI.COMM_WORLD, any size), with `threads` OpenMP threads per rank (collective)."""
-    from ..simulation import APPROX, FACET_BITS, NO_RATCH, PLANE_BITS, Simulation
+    from ..simulation import APPROX, FACET_BITS, NO_RATCH, PLANE_BITS, NSCD, Simulation
 
     comm = MPI.COMM_WORLD if comm is None else comm
     with _open(path, comm) as f:
@@ -154,12 +156,14 @@ def read(path, comm=None, threads=None, dims=None):
         d = json.loads(a["domain"])
         opts = json.loads(a["options"])
         flags = int(opts.pop("flags"))
+        scheme = json.loads(a["scheme"]) if "scheme" in a else None
         sim = Simulation(Domain(d["lo"], d["hi"], d["periodic"], 3) if d["dim"] == 3 else
                          Domain(d["lo"][:2], d["hi"][:2], d["periodic"][:2], 2),
                          float(a["dt"]), gravity=np.asarray(a["gravity"]), comm=comm,
                          threads=threads, dims=dims,
                          approx=[k for k, bit in APPROX.items() if flags & bit],
-                         no_ratch=bool(flags & NO_RATCH), **opts)
+                         no_ratch=bool(flags & NO_RATCH),
+                         scheme=None if scheme is None else NSCD(**scheme), **opts)
         for m in json.loads(a["materials"]):
             sim.material(m.pop("name"), m.pop("density"), **m)
         for i, j, params in json.loads(a["pairs"]):

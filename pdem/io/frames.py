@@ -35,7 +35,7 @@ SERIES = {"step": (np.int64, "1"), "time": (np.float64, "T"),
           "kinetic_energy": (np.float64, "M L^2/T^2"),
           "rotational_energy": (np.float64, "M L^2/T^2"),
           "gravity_energy": (np.float64, "M L^2/T^2"), "n_particles": (np.int64, "1"),
-          "n_contacts": (np.int64, "1")}
+          "n_contacts": (np.int64, "1"), "solver_sweeps": (np.int64, "1")}
 # per-wall series: (rows, n_walls, 3) arrays
 WALL_SERIES = {"wall_force": "M L/T^2", "mesh_wall_force": "M L/T^2",
                "mesh_wall_moment": "M L^2/T^2"}
@@ -242,7 +242,8 @@ class ResultFile:
         e = sim.energy()
         values = {"step": sim.step_count, "time": sim.time, "kinetic_energy": e["kinetic"],
                   "rotational_energy": e["rotational"], "gravity_energy": e["gravity"],
-                  "n_particles": sim.n_particles, "n_contacts": sim.n_contacts}
+                  "n_particles": sim.n_particles, "n_contacts": sim.n_contacts,
+                  "solver_sweeps": 0 if sim.scheme is None else sim.scheme.sweeps}
         for name, fn in self.series_extra.items():
             values[name] = float(fn(sim))
         loads = sim.mesh_wall_forces()

@@ -27,7 +27,7 @@ an impulse given in an earlier sweep): both solvers then converge to the unique
 frictionless solution. Friction: Coulomb, P_t projected on |P_t| <= mu P_n, with the
 grains' rotations. Restitution (Newton): a contact approaching at the start of the
 solve (u_n^- < 0) that would close within the step (d + u_n^- dt < 0) aims at
-u_n^+ = -e u_n^- - max(0, d)/dt, i.e. -e u_n^- for a contact that touches.
+u_n^+ = -e u_n^- (Moreau-Jean; e = 0 keeps the seed's -max(0, d)/dt).
 
 Rotations are free (I = m r^2 / 2 for disks, 2 m r^2 / 5 for spheres); set
 `inertia` to inf for grains that must not turn.
@@ -39,36 +39,26 @@ is (x_i - q)/|x_i - q| (from the facet into the grain), exactly the facet normal
 grain's side when q is inside the face (or the centre lies on the facet), and the gap
 |x_i - q| - r_i. A grain on a side of the facet flagged inactive (Mesh.inactive_front:
 n_f.(x - V0) >= 0, inactive_back: < 0) does not see it. Each facet within reach is its
-own contact, solved like a plane (infinite mass; see `_facet_contacts`), except a contact
-at an edge or vertex of its facet that a nearer facet of the same mesh holds (hidden
-rim, `_shadowed`).
+own contact, solved like a plane (infinite mass), except a contact at an edge or vertex
+of its facet that a nearer facet of the same mesh holds (hidden rim; see
+pdem.nscd.facet_contacts).
 """
 import math
 import os
-import warnings
 
 import numpy as np
 
-from .._kernels import contacts as _ck
 from .._kernels import facets as _fk
 from .._kernels import nscd as _k
 from ..contact.mesh import Mesh
 from ..errors import InputError, SimulationError
 from ..threads import thread_count
+from .facet_contacts import facet_contacts
+from .solve import ContactSolve, ConvergenceWarning  # noqa: F401 (part of the API)
 
 SOLVERS = ("nlgs", "jacobi")
 NORMAL_RULES = ("seed", "projected")
 KINDS = ("grain", "segment", "disk", "plane", "facet")
-
-
-class ConvergenceWarning(UserWarning):
-    """A solve stopped at itmax sweeps; `residual` is the last sweep's largest velocity
-    correction (to compare with tol/dt), `iterations` the number of sweeps."""
-
-    def __init__(self, message, residual=None, iterations=None):
-        super().__init__(message)
-        self.residual = residual
-        self.iterations = iterations
 
 
 def _positive(name, value, allow_zero=False):
@@ -315,16 +305,11 @@ class GrainProblem:
 
     def _set_contacts(self, kind, ci, cj, normal, gap):
         m = len(kind)
-        self._kind, self._ci, self._cj, self._normal, self._gap = kind, ci, cj, normal, gap
-        self._pn = np.zeros(m)
-        self._pt = np.zeros((m, 3))
-        self._W = np.zeros(m)
-        self._wt = np.zeros(m)
-        self._target = np.zeros(m)
-        self._lists = None
-        d = self.dim
-        self.contacts = {"kind": kind, "i": ci, "j": cj, "normal": normal[:, :d], "gap": gap,
-                         "impulse_n": self._pn, "impulse_t": self._pt[:, :d]}
+        self._contacts = ContactSolve(kind, ci, cj, normal, gap, np.full(m, self.friction),
+                                      np.full(m, self.restitution))
+        c, d = self._contacts, self.dim
+        self.contacts = {"kind": c.kind, "i": c.ci, "j": c.cj, "normal": c.normal[:, :d],
+                         "gap": c.gap, "impulse_n": c.pn, "impulse_t": c.pt[:, :d]}
 
     # ------------------------------------------------------------ detection
     def detect_contacts(self, alert):
@@ -352,96 +337,28 @@ class GrainProblem:
 
     def _facet_contacts(self, alert, ids):
         """Potential contacts (kind 4) of the owned grains with the mesh facets, ordered
-        by (id_i, facet): (kind, i, j, normal, gap) as _k.detect returns them.
-
-        Every facet within reach gives its own contact, even when several facets share
-        the closest point (a grain on an edge or a vertex of the mesh): for impulses,
-        redundant unilateral constraints with the same normal and gap share the impulse
-        (the solver converges to the same velocities), so none of them is dropped (only
-        rim contacts hidden by a nearer facet are, see _shadowed). Seed 004's
-        associative logic is for the explicit penalty contacts (pdem.contact.associative),
-        where each duplicate would add its own stiffness; NSCD does not need it."""
+        by (id_i, facet): (kind, i, j, normal, gap) as _k.detect returns them."""
         n_own = self._n_owned()
-        empty = (np.zeros(0, np.int8), np.zeros(0, np.int32), np.zeros(0, np.int32),
-                 np.zeros((0, 3)), np.zeros(0))
         if n_own == 0:
-            return empty
-        x, r = self.x, self.r
-        vert, fac, fn = self.mesh_vertices, self.mesh_facets, self.mesh_normals
-        # candidates with a slightly larger reach, then the exact test below
-        skin = alert + 1e-9 * (alert + float(r[:n_own].max()))
-        gi, gf = _fk.facet_candidates(x, r, n_own, vert, fac,
-                                      np.arange(len(fac), dtype=np.int32), skin)
-        if len(gi) == 0:
-            return empty
-        gi = gi.astype(np.int64)
-        gf = gf.astype(np.int64)
-        xi = x[gi]
-        q, dist, region, _ = _fk.closest_points(xi, gf, vert, fac, self.threads)
-        nf = fn[gf]
-        side = np.einsum("ij,ij->i", xi - vert[fac[gf, 0]], nf)    # > = 0: front side
-        front = side >= 0.0
-        inactive_front = np.concatenate([m.inactive_front for m in self.meshes])
-        inactive_back = np.concatenate([m.inactive_back for m in self.meshes])
-        seen = np.where(front, ~inactive_front[gf], ~inactive_back[gf])
-        gap = dist - r[gi]
-        keep = seen & (gap < alert)
-        gi, gf, xi, q, dist, region = gi[keep], gf[keep], xi[keep], q[keep], dist[keep], \
-            region[keep]
-        nf, front, side, gap = nf[keep], front[keep], side[keep], gap[keep]
-        # normal from the closest point to the centre; inside the face (region 0) or with
-        # the centre on the facet (distance at rounding level), the facet normal on the
-        # grain's side
-        sgn = np.where(front, 1.0, -1.0)[:, None]
-        normal = sgn * nf
-        tiny = 1e-12 * (r[gi] + np.abs(xi).max(axis=1)
-                        + np.abs(vert[fac[gf, 0]] - xi).max(axis=1))
-        rim = (region != 0) & (dist > tiny)
-        normal[rim] = (xi[rim] - q[rim]) / dist[rim, None]
-        face = region == 0
-        gap[face] = np.abs(side[face]) - r[gi[face]]
-        keep = (gap < alert) & ~self._shadowed(gi, gf, region, dist, tiny)
-        order = np.lexsort((gf[keep], ids[gi[keep]]))
-        gi, gf, normal, gap = gi[keep][order], gf[keep][order], normal[keep][order], \
-            gap[keep][order]
-        return (np.full(len(gi), 4, np.int8), gi.astype(np.int32), gf.astype(np.int32),
-                np.ascontiguousarray(normal), np.ascontiguousarray(gap))
-
-    def _shadowed(self, gi, gf, region, dist, tiny):
-        """Rim contacts hidden by a nearer facet: contact k (grain gi[k], facet gf[k])
-        whose closest point lies on an edge or a vertex of its facet (region != 0) is
-        dropped when another listed facet of the same grain contains that edge or vertex
-        and is nearer (distance < dist[k] - tiny[k]). The closest point q then belongs
-        to the nearer facet, so |x - q| >= r follows from that facet's own constraint;
-        kept, the contact at q would act on its linearization, which lies below the true
-        distance: a grain sliding on a flat mesh towards an edge would be lifted by the
-        neighbour facet's edge within about 2 |v| dt of it. Ties (several facets sharing
-        the closest point: same normal, same gap) are all kept."""
-        k = len(gi)
-        if k < 2 or not np.any(region != 0):
-            return np.zeros(k, bool)
-        # contacts are grouped by grain: every ordered pair (a, b) within a group
-        order = np.argsort(gi, kind="stable")
-        g = gi[order]
-        start = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
-        size = np.diff(np.r_[start, k])
-        rep = np.repeat(size, size)
-        a = np.repeat(np.arange(k), rep)
-        first = np.repeat(np.repeat(start, size), rep)
-        b = first + (np.arange(len(a)) - np.repeat(np.cumsum(rep) - rep, rep))
-        a, b = order[a], order[b]
-        sel = (a != b) & (region[a] != 0) & (dist[b] < dist[a] - tiny[a])
-        a, b = a[sel], b[sel]
-        fac = self.mesh_facets
-        ra = region[a]
-        loc = np.where(ra >= 4, ra - 4, ra - 1)            # edge k: vertices k, k + 1
-        v1 = fac[gf[a], loc]
-        v2 = np.where(ra >= 4, v1, fac[gf[a], (loc + 1) % 3])
-        fb = fac[gf[b]]
-        holds = np.any(fb == v1[:, None], axis=1) & np.any(fb == v2[:, None], axis=1)
-        out = np.zeros(k, bool)
-        out[a[holds]] = True
-        return out
+            gi = gf = np.zeros(0, np.int32)
+        else:
+            # candidates with a slightly larger reach, then the exact test
+            skin = alert + 1e-9 * (alert + float(self.r[:n_own].max()))
+            gi, gf = _fk.facet_candidates(self.x, self.r, n_own, self.mesh_vertices,
+                                          self.mesh_facets,
+                                          np.arange(len(self.mesh_facets), dtype=np.int32),
+                                          skin)
+        side_off = np.concatenate([m.inactive_front.astype(np.int8)
+                                   | (m.inactive_back.astype(np.int8) << 1)
+                                   for m in self.meshes])
+        k, normal, gap, _ = facet_contacts(self.x, self.r, gi, gf, self.mesh_vertices,
+                                           self.mesh_facets, self.mesh_normals, side_off,
+                                           alert, self.threads)
+        gi, gf = gi[k], gf[k]
+        order = np.lexsort((gf, ids[gi]))
+        return (np.full(len(k), 4, np.int8), np.ascontiguousarray(gi[order]),
+                np.ascontiguousarray(gf[order]), np.ascontiguousarray(normal[order]),
+                np.ascontiguousarray(gap[order]))
 
     @staticmethod
     def _merge(a, b, ids):
@@ -479,77 +396,34 @@ class GrainProblem:
             raise InputError("itmax must be an integer >= 1, got %r" % (itmax,))
         return tol, dt, int(itmax)
 
-    def _prepare(self, dt):
+    def _solve(self, solver, tol, dt, itmax):
+        tol, dt, itmax = self._check_solve(tol, dt, itmax)
         w = self._grains()
         with np.errstate(divide="ignore"):
-            self._inv_inertia = np.ascontiguousarray(1.0 / self.inertia)
-        _k.prepare(self._kind, self._ci, self._cj, self._normal, self._gap, self.v, self.r,
-                   self.m, self._inv_inertia, dt, self.restitution,
-                   self.overlap_correction, self._W, self._wt,
-                   self._target, self._pn, self._pt, self.threads)
-        return w
-
-    def _finish(self, name, it, res, tol, dt, itmax):
-        self.iterations, self.residual = it, res
-        if not res < tol / dt:
-            warnings.warn(ConvergenceWarning(
-                "%s: no convergence in itmax=%d sweeps: largest velocity correction %.6g "
-                ">= tol/dt = %.6g" % (name, itmax, res, tol / dt), residual=res, iterations=it),
-                stacklevel=3)
-        return it
+            inv_inertia = np.ascontiguousarray(1.0 / self.inertia)
+        projected = self.normal_rule == "projected"
+        relax = self.relaxation
+        if relax is None:
+            relax = 1.0 if (not projected and self.friction == 0.0) else 0.5
+        self.iterations, self.residual = self._contacts.solve(
+            solver, self.v, w, self.r, self.m, inv_inertia, dt, tol, itmax, self._n_owned(),
+            beta=self.overlap_correction, projected=projected, relax=relax,
+            threads=self.threads, any_contacts=self._any_contacts(len(self._contacts)),
+            end_sweep=self._end_sweep)
+        return self.iterations
 
     def solve_contacts_nlgs(self, tol, dt, itmax=1000):
         """Non-linear Gauss-Seidel: contacts in list order, velocities updated after each
         one; sweeps until every velocity correction of a sweep is below tol/dt (or
         itmax sweeps: ConvergenceWarning). Returns the number of sweeps (0 without
         contacts)."""
-        tol, dt, itmax = self._check_solve(tol, dt, itmax)
-        if not self._any_contacts(len(self._kind)):
-            return self._finish("nlgs", 0, 0.0, tol, dt, itmax)
-        w = self._prepare(dt)
-        owned = np.zeros(self.n, np.int8)
-        owned[:self._n_owned()] = 1
-        ghost_dv = np.zeros_like(self.v)
-        ghost_dw = np.zeros_like(w)
-        projected = int(self.normal_rule == "projected")
-        res, it = np.inf, 0
-        while it < itmax and not res < tol / dt:
-            res = _k.sweep_nlgs(self._kind, self._ci, self._cj, self._normal, self._W,
-                                self._wt, self._target, self.v, w, self.r, self.m,
-                                self._inv_inertia, self.friction, projected, self._pn,
-                                self._pt, owned, ghost_dv, ghost_dw)
-            res = self._end_sweep(res, ghost_dv, ghost_dw)
-            it += 1
-        return self._finish("nlgs", it, res, tol, dt, itmax)
+        return self._solve("nlgs", tol, dt, itmax)
 
     def solve_contacts_jacobi(self, tol, dt, itmax=1000):
         """Jacobi: every contact of a sweep sees the velocities of the sweep's start; the
         increments are added per grain at the end of the sweep (ascending contact
         order: the same bits for any thread count). Same criterion as NLGS."""
-        tol, dt, itmax = self._check_solve(tol, dt, itmax)
-        m = len(self._kind)
-        if not self._any_contacts(m):
-            return self._finish("jacobi", 0, 0.0, tol, dt, itmax)
-        w = self._prepare(dt)
-        # each grain's contacts in contact order: entry 2 c + side (side 1: body j)
-        start, entry = _ck.build_gather_lists(
-            self._ci, np.where(self._kind == 0, self._cj, -1).astype(np.int32), self.n)
-        inc = np.empty((m, 12))
-        res_c = np.empty(m)
-        projected = int(self.normal_rule == "projected")
-        relax = self.relaxation
-        if relax is None:
-            relax = 1.0 if (not projected and self.friction == 0.0) else 0.5
-        res, it = np.inf, 0
-        while it < itmax and not res < tol / dt:
-            res = _k.sweep_jacobi(self._kind, self._ci, self._cj, self._normal, self._W,
-                                  self._wt, self._target, self.v, w, self.r, self.m,
-                                  self._inv_inertia, self.friction, projected, relax,
-                                  self._pn, self._pt, start, entry, inc, res_c,
-                                  self._n_owned(), self.threads)
-            res = self._end_sweep(res, None, None)
-            it += 1
-        return self._finish("jacobi", it, res, tol, dt, itmax)
+        return self._solve("jacobi", tol, dt, itmax)
 
     # ------------------------------------------------------------ time step
     def step(self, dt, tol, alert, solver="nlgs", itmax=1000):

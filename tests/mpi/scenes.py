@@ -130,3 +130,29 @@ def stirred_mesh_box(comm, n_side=10, layers=6, seed=6, **options):
     sim.add_spheres(pos, rng.uniform(0.38, 0.42, len(pos)), m,
                     velocities=rng.normal(0.0, 0.5, pos.shape))
     return sim
+
+
+def nscd_conveyor(comm, solver="jacobi", tol=1e-4, n_side=6, layers=4, seed=7, **options):
+    """Non-smooth contact dynamics (pdem.NSCD) of n_side^2 * layers spheres in a box
+    periodic in x and y: they fall on a floor plane moving along x (a conveyor belt)
+    and are stirred by a spinning mesh plate. Friction, restitution, periodic images,
+    a moving plane and a moving mesh wall. tol: NSCD tolerance (1e-4: a coarse solve,
+    a few sweeps per step)."""
+    rng = np.random.default_rng(seed)
+    dom = pdem.Domain((0.0, 0.0, -0.5), (6.0, 6.0, 8.0), periodic=(True, True, False))
+    scheme = pdem.NSCD(solver, tol=tol, alert=0.05, itmax=1000)
+    sim = pdem.Simulation(dom, dt=2e-3, gravity=(0.0, 0.0, -10.0), comm=comm, skin=0.05,
+                          scheme=scheme, **options)
+    m = sim.material("m", density=1.0, friction=0.4, restitution=0.3)
+    sim.add_plane((0.0, 0.0, 0.0), (0.0, 0.0, 1.0), m, velocity=(0.5, 0.0, 0.0))
+    plate = shapes.rectangle((-1.5, 0.1), (1.5, 2.0), 0.0, 2)
+    v = plate.vertices[:, [0, 2, 1]] + (3.0, 3.0, 0.0)          # vertical, through the axis
+    sim.add_mesh_wall(pdem.Mesh(v, plate.facets), m, angular_velocity=(0.0, 0.0, 2.0),
+                      reference_point=(3.0, 3.0, 0.0))
+    g = 0.5 + np.arange(n_side) * 0.98
+    x, y, z = np.meshgrid(g, g, 0.6 + 0.98 * np.arange(layers), indexing="ij")
+    pos = np.column_stack([x.ravel(), y.ravel(), z.ravel()])
+    pos += rng.uniform(-0.02, 0.02, pos.shape)
+    sim.add_spheres(pos, rng.uniform(0.38, 0.42, len(pos)), m,
+                    velocities=rng.normal(0.0, 0.5, pos.shape))
+    return sim

@@ -1,0 +1,293 @@
+"""NSCD: non-smooth contact dynamics as the time-stepping scheme of pdem.Simulation,
+selected with Simulation(..., scheme=pdem.NSCD(...)) instead of the explicit force
+laws (Moreau-Jean, theta = 1: seed 003 with Coulomb friction, restitution and
+rotations; pyx/nscd.pyx).
+
+Simulation.step keeps its order, drift -> neighbours -> velocity update; with NSCD the
+velocity update is, instead of contact forces and kick:
+  v += g dt (free degrees of freedom, ghosts included: the same arithmetic as on their
+  owners) -> potential contacts from the Verlet lists (pairs, planes, mesh facets with
+  gap < alert) -> NLGS or Jacobi sweeps, ghost velocities exchanged after every sweep
+  and one Allreduce of the residual -> each contact row gets force = impulse / dt, and
+  every particle the sum of its contact forces (for output and wall loads).
+Between steps the positions are at t and the velocities are those the next drift
+uses (Moreau-Jean's end-of-step velocity), as the explicit scheme keeps v(t + dt/2).
+
+Contacts are solved in the order (id_i, kind, j) (i: the lower particle id of a pair
+or the particle of a wall contact; kind 0 pair, 3 plane, 4 facet; j: the other id,
+the plane index or the global facet index). Jacobi updates each particle from its
+contacts in that order, so its results have the same bits on any number of ranks and
+threads; NLGS becomes block Gauss-Seidel across ranks (see pdem.nscd.parallel).
+
+Materials: the friction of a pair of materials (mixed or set by Simulation.pair) is
+the Coulomb coefficient, its restitution the Newton coefficient (unset: 0, the seed's
+perfectly inelastic impact). Stiffness and damping parameters are not used. A particle
+whose translations (rotations) are all blocked has infinite mass (inertia): its
+velocity is prescribed; blocking only some of them is refused.
+"""
+import math
+
+import numpy as np
+
+from .._kernels import integrate
+from .._kernels import nscd as _k
+from ..errors import InputError
+from .facet_contacts import facet_contacts
+from .solve import ContactSolve
+
+SOLVERS = ("nlgs", "jacobi")
+NORMAL_RULES = ("seed", "projected")
+PAIR, PLANE, FACET = 0, 3, 4
+
+
+def _number(name, value, low, high=math.inf, low_open=True, none=False):
+    if value is None and none:
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InputError("NSCD: %s must be a number, got %r" % (name, value)) from None
+    if not (math.isfinite(v) and (v > low if low_open else v >= low) and v <= high):
+        raise InputError("NSCD: %s must be in %s%g, %g], got %r"
+                         % (name, "(" if low_open else "[", low, high, value))
+    return v
+
+
+class NSCD:
+    """Non-smooth contact dynamics for pdem.Simulation (see the module docstring).
+
+    solver: "nlgs" (non-linear Gauss-Seidel) or "jacobi"; tol: a sweep converges when
+    every velocity correction is below tol/dt (a length: the seed's tolerance; default
+    1e-2 |g| dt^2, corrections below 1 % of gravity's velocity change per step, or
+    without gravity 1e-4 x the smallest particle diameter); itmax: sweeps per step at most (a
+    pdem.nscd.ConvergenceWarning reports the residual when reached); alert: surface
+    distance below which a pair is a potential contact (default: the Simulation's
+    skin); normal_rule: "seed" or "projected"; relaxation: Jacobi factor in (0, 1]
+    (default 1 for the seed rule without friction, else 0.5); overlap_correction:
+    fraction beta in [0, 1] of an overlap removed per step (seed: 0).
+    After each step: `sweeps` and `residual` of its solve; `total_sweeps` so far."""
+
+    def __init__(self, solver="nlgs", tol=None, itmax=1000, alert=None, normal_rule="seed",
+                 relaxation=None, overlap_correction=0.0):
+        if solver not in SOLVERS:
+            raise InputError("NSCD: solver must be one of %s, got %r" % (SOLVERS, solver))
+        if normal_rule not in NORMAL_RULES:
+            raise InputError("NSCD: normal_rule must be one of %s, got %r"
+                             % (NORMAL_RULES, normal_rule))
+        if isinstance(itmax, bool) or not isinstance(itmax, (int, np.integer)) or itmax < 1:
+            raise InputError("NSCD: itmax must be an integer >= 1, got %r" % (itmax,))
+        self.solver, self.normal_rule, self.itmax = solver, normal_rule, int(itmax)
+        self.tol = _number("tol", tol, 0.0, none=True)
+        self.alert = _number("alert", alert, 0.0, low_open=False, none=True)
+        self.relaxation = _number("relaxation", relaxation, 0.0, 1.0, none=True)
+        self.overlap_correction = _number("overlap_correction", overlap_correction, 0.0, 1.0,
+                                          low_open=False)
+        self.sweeps, self.residual, self.total_sweeps = 0, 0.0, 0
+
+    def options(self):
+        """The constructor's arguments (with tol and alert as resolved): NSCD(**options)."""
+        return {k: getattr(self, k) for k in ("solver", "tol", "itmax", "alert", "normal_rule",
+                                              "relaxation", "overlap_correction")}
+
+    def reach(self, sim, radius):
+        """The alert distance, added to the Verlet skin by Simulation._rebuild; resolves
+        the defaults at the first build (collective)."""
+        if self.tol is None:
+            g = float(np.linalg.norm(sim.gravity))
+            rmin = -sim._max(-(float(radius.min()) if len(radius) else math.inf))
+            self.tol = 1e-2 * g * sim.dt ** 2 if g > 0 else (
+                2e-4 * rmin if math.isfinite(rmin) else 1e-9)
+        if self.alert is None:
+            self.alert = sim.skin
+        return self.alert
+
+    # ------------------------------------------------------------ the velocity update
+    def update_velocities(self, sim):
+        """Free fall, contacts, solve and contact forces of one step (collective).
+        Returns (problem message or None, index of a particle whose velocity is not
+        finite or -1)."""
+        st, n, n_own = sim.store, sim.store.n, sim.store.n_own
+        zero = np.zeros((n, 3))
+        integrate.kick(st.vel, st.angvel, zero, zero, st.mass, st.inertia, st.blocked,
+                       sim.gravity, sim.dt, n, sim.threads)
+        mass, inv_inertia = self._masses(sim)
+        contacts, rows = self._contacts(sim, mass)
+        mu_table, e_table = sim.materials.coefficients()
+        relax = self.relaxation
+        if relax is None:
+            relax = 1.0 if (self.normal_rule == "seed" and not np.any(mu_table > 0)) else 0.5
+        w = st.angvel if sim.domain.dim == 3 else st.angvel[:, 2:]
+        w = np.ascontiguousarray(w)
+        any_contacts = sim._max(float(len(contacts))) > 0
+        self.sweeps, self.residual = contacts.solve(
+            self.solver, st.vel, w, st.radius, mass, inv_inertia, sim.dt, self.tol, self.itmax,
+            n_own, beta=self.overlap_correction, projected=self.normal_rule == "projected",
+            relax=relax, threads=sim.threads, any_contacts=any_contacts,
+            end_sweep=lambda res, dv, dw: self._end_sweep(sim, w, res, dv, dw),
+            where="step %d (t=%.6g): " % (sim.step_count, sim.time))
+        if sim.domain.dim == 2:
+            st.angvel[:, 2] = w[:, 0]
+        self.total_sweeps += self.sweeps
+        self._write_rows(sim, contacts, rows)
+        problem = self._overlap_message(sim, contacts)
+        sim._sum_contact_forces()
+        ok = np.all(np.isfinite(st.vel[:n_own]), axis=1) & \
+            np.all(np.isfinite(st.angvel[:n_own]), axis=1)
+        bad = int(np.argmin(ok)) if not ok.all() else -1
+        return problem, bad
+
+    def _end_sweep(self, sim, w, res, ghost_dv, ghost_dw):
+        """Ghost velocities current after a sweep; returns the residual over all ranks."""
+        st = sim.store
+        if sim.size == 1 and st.n == st.n_own:
+            return res
+        if ghost_dv is not None:            # NLGS: increments given to ghosts -> owners
+            sim.ghosts.reverse_add([ghost_dv, ghost_dw])
+            own = st.n_own
+            st.vel[:own] += ghost_dv[:own]
+            w[:own] += ghost_dw[:own]
+            ghost_dv[:] = 0.0
+            ghost_dw[:] = 0.0
+        sim.ghosts.refresh_arrays([st.vel, w], tag=300)
+        return sim._max(res)
+
+    def _masses(self, sim):
+        """Masses and inverse inertias of the local particles for the solver: inf and
+        0 for blocked translations and rotations (checked: all or none)."""
+        st = sim.store
+        if sim.domain.dim == 3:
+            trans, rot = 7, 56
+        else:
+            trans, rot = 3, 32
+        t = st.blocked & trans
+        r = st.blocked & rot
+        bad = np.flatnonzero(((t != 0) & (t != trans)) | ((r != 0) & (r != rot)))
+        if len(bad):
+            i = int(bad[0])
+            raise InputError("NSCD: particle id %d has only some of its %s blocked (blocked "
+                             "bits %d); block all translations and/or all rotations"
+                             % (st.id[i], "translations" if t[i] not in (0, trans)
+                                else "rotations", int(st.blocked[i])))
+        mass = np.where(t == trans, math.inf, st.mass)
+        inv_inertia = np.where(r == rot, 0.0, 1.0 / st.inertia)
+        return mass, inv_inertia
+
+    def _contacts(self, sim, mass):
+        """The step's potential contacts in solve order, and for each its row in its
+        batch: sim.pairs (batch 0), sim.walls (1) or sim.facet_rows (2). A contact
+        between two bodies of infinite mass is left out (nothing to solve)."""
+        st, alert = sim.store, self.alert
+        mu_table, e_table = sim.materials.coefficients()
+        nmat = max(1, len(sim.materials.materials))
+        free = mass < math.inf
+        parts = []          # (kind, batch rows, i, j, id_i, id_j, normal, gap, vb, pair index)
+        # particle pairs: i = particle 1 of the Verlet pair (the lower id)
+        pr = sim.pairs
+        normal, gap = np.empty((len(pr), 3)), np.empty(len(pr))
+        _k.verlet_pair_gaps(pr.i1, pr.i2, st.pos, st.image, sim._box_len, st.radius, normal,
+                            gap, sim.threads)
+        k = np.flatnonzero((gap < alert) & (free[pr.i1] | free[pr.i2]))
+        p1, p2 = pr.i1[k], pr.i2[k]
+        # periodic images of owned particles: solved on the owned rows
+        o1, o2 = sim._owner1[k], sim._owner2[k]
+        parts.append((PAIR, k, np.where(o1 >= 0, o1, p1), np.where(o2 >= 0, o2, p2),
+                      st.id[p1], st.id[p2], normal[k], gap[k], np.zeros((len(k), 3)),
+                      st.material[p1] * nmat + st.material[p2]))
+        # planes: the particle (owned) is i
+        wl, pl = sim.walls, sim.planes
+        nrm = pl.normal[wl.i2]
+        gap = np.einsum("ij,ij->i", st.pos[wl.i1] - pl.point[wl.i2], nrm) - st.radius[wl.i1]
+        k = np.flatnonzero((gap < alert) & free[wl.i1])
+        p, w = wl.i1[k], wl.i2[k]
+        parts.append((PLANE, k, p, w, st.id[p], w, nrm[k], gap[k], pl.vel[w],
+                      pl.material[w] * nmat + st.material[p]))
+        # mesh facets: the particle (owned) is i
+        fr, mw = sim.facet_rows, sim.mesh_walls
+        if len(fr):
+            k, nrm, gap, q = facet_contacts(st.pos, st.radius, fr.i1, fr.i2, mw.vertices,
+                                            mw.facets, mw.normals, mw.side_off, alert,
+                                            sim.threads)
+            keep = free[fr.i1[k]]
+            k, nrm, gap, q = k[keep], nrm[keep], gap[keep], q[keep]
+            p, f = fr.i1[k], fr.i2[k]
+            parts.append((FACET, k, p, f, st.id[p], f, nrm, gap, self._wall_velocity(mw, f, q),
+                          mw.wall_material[mw.facet_wall[f]] * nmat + st.material[p]))
+        kind = np.concatenate([np.full(len(part[1]), part[0], np.int8) for part in parts])
+        batch = np.concatenate([np.full(len(part[1]), b, np.int8)
+                                for b, part in enumerate(parts)])
+        row, ci, cj, id_i, id_j, normal, gap, vb, mat = (
+            np.concatenate([part[c] for part in parts]) for c in range(1, 10))
+        order = np.lexsort((id_j, kind, id_i))
+        solve = ContactSolve(kind[order], ci[order], cj[order], normal[order], gap[order],
+                             mu_table[mat[order]], e_table[mat[order]], vb[order])
+        return solve, (batch[order], row[order])
+
+    @staticmethod
+    def _wall_velocity(mw, f, q):
+        """Velocity of mesh facet f at point q: rigid wall motion, or the barycentric
+        interpolation of a deformable wall's vertex velocities."""
+        wall = mw.facet_wall[f]
+        v = mw.wall_v[wall] + np.cross(mw.wall_w[wall], q - mw.wall_ref[wall])
+        soft = np.flatnonzero(~mw.wall_rigid[wall].astype(bool))
+        if len(soft):
+            tri = mw.vertices[mw.facets[f[soft]]]
+            a, b, c = tri[:, 0], tri[:, 1], tri[:, 2]
+            e0, e1, e2 = b - a, c - a, q[soft] - a
+            d00, d01, d11 = (np.einsum("ij,ij->i", x, y) for x, y in ((e0, e0), (e0, e1),
+                                                                      (e1, e1)))
+            d20, d21 = np.einsum("ij,ij->i", e2, e0), np.einsum("ij,ij->i", e2, e1)
+            den = d00 * d11 - d01 * d01
+            lb = (d11 * d20 - d01 * d21) / den
+            lc = (d00 * d21 - d01 * d20) / den
+            vv = mw.vertex_vel[mw.facets[f[soft]]]
+            v[soft] = (1.0 - lb - lc)[:, None] * vv[:, 0] + lb[:, None] * vv[:, 1] \
+                + lc[:, None] * vv[:, 2]
+        return v
+
+    def _write_rows(self, sim, contacts, rows):
+        """Contact rows for output and loads, in the explicit scheme's convention:
+        force on body 2 (particle 2 of a pair, the particle of a wall contact) =
+        impulse / dt, torques on bodies 1 and 2, normal (local x axis: from particle 1
+        to 2, from the wall into the particle), u_x = gap; active: touching or carrying
+        an impulse."""
+        batch, row = rows
+        n, ci, cj = contacts.normal, contacts.ci, contacts.cj
+        force_i = (contacts.pn[:, None] * n + contacts.pt) / sim.dt     # on particle i
+        turn = np.cross(n, contacts.pt / sim.dt)
+        r = sim.store.radius
+        live = (contacts.pn > 0.0) | (contacts.gap < 0.0)
+        for b, rec in enumerate((sim.pairs, sim.walls, sim.facet_rows)):
+            rec.active[:] = 0
+            sel = np.flatnonzero(batch == b)
+            k = row[sel]
+            rec.state[k] = 0.0
+            rec.u[k, 0] = contacts.gap[sel]
+            if b == 0:          # i is particle 1: torque b x F with b = -r n on each
+                rec.T[k, :3] = -n[sel]
+                rec.force[k] = -force_i[sel]
+                rec.torque1[k] = -r[ci[sel], None] * turn[sel]
+                rec.torque2[k] = -r[cj[sel], None] * turn[sel]
+            else:
+                rec.T[k, :3] = n[sel]
+                rec.force[k] = force_i[sel]
+                rec.torque2[k] = -r[ci[sel], None] * turn[sel]
+            rec.active[k] = live[sel]
+
+    def _overlap_message(self, sim, contacts):
+        """A message when an overlap exceeds max_overlap of the smaller radius."""
+        if not len(contacts):
+            return None
+        r, ci, cj = sim.store.radius, contacts.ci, contacts.cj
+        pair = contacts.kind == PAIR
+        ratio = -contacts.gap / np.minimum(r[ci], r[np.where(pair, cj, ci)])
+        c = int(np.argmax(ratio))
+        if ratio[c] <= sim.max_overlap:
+            return None
+        ids = sim.store.id
+        who = ("particles %d and %d" % (ids[ci[c]], ids[cj[c]]) if pair[c] else
+               "particle %d and %s %d" % (ids[ci[c]], "plane" if contacts.kind[c] == PLANE
+                                           else "mesh facet", cj[c]))
+        return ("step %d (t=%.6g): overlap of %s is %.3g of the smaller radius (limit "
+                "max_overlap=%g): NSCD tolerance too large, itmax too small or alert "
+                "distance below the approach per step" % (sim.step_count, sim.time, who,
+                                                            ratio[c], sim.max_overlap))
