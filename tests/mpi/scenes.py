@@ -110,6 +110,26 @@ def corner_pile(comm, box=10.0, seed=4, **options):
     return sim
 
 
+def _stirrer(sim, material, half_width, height, centre, omega, n):
+    """A vertical mesh plate (x from -half_width to half_width, z from height[0] to
+    height[1], n x n squares) spinning at omega about the vertical axis through centre."""
+    plate = shapes.rectangle((-half_width, height[0]), (half_width, height[1]), 0.0, n)
+    v = plate.vertices[:, [0, 2, 1]] + (centre[0], centre[1], 0.0)
+    sim.add_mesh_wall(pdem.Mesh(v, plate.facets), material, angular_velocity=(0.0, 0.0, omega),
+                      reference_point=(centre[0], centre[1], 0.0))
+
+
+def _rain(sim, material, rng, n_side, layers, first, spacing, z0):
+    """n_side^2 * layers spheres (radius 0.38-0.42) on a jittered lattice from
+    (first, first, z0), with random velocities."""
+    g = first + np.arange(n_side) * spacing
+    x, y, z = np.meshgrid(g, g, z0 + spacing * np.arange(layers), indexing="ij")
+    pos = np.column_stack([x.ravel(), y.ravel(), z.ravel()])
+    pos += rng.uniform(-0.02, 0.02, pos.shape)
+    sim.add_spheres(pos, rng.uniform(0.38, 0.42, len(pos)), material,
+                    velocities=rng.normal(0.0, 0.5, pos.shape))
+
+
 def stirred_mesh_box(comm, n_side=10, layers=6, seed=6, **options):
     """n_side^2 * layers spheres falling into an open box made of a triangle mesh,
     stirred by a vertical mesh plate spinning about the box's vertical axis: ball-facet
@@ -119,16 +139,8 @@ def stirred_mesh_box(comm, n_side=10, layers=6, seed=6, **options):
     sim = pdem.Simulation(dom, dt=2e-3, gravity=(0.0, 0.0, -10.0), comm=comm, **options)
     m = sim.material("m", density=1.0, kn=2000.0, gamma_n=2.0, friction=0.4)
     sim.add_mesh_wall(shapes.box((0, 0, 0), (10, 10, 11), 4), m, cutoff_angle=20.0)
-    plate = shapes.rectangle((-3.0, 0.2), (3.0, 4.0), 0.0, 3)
-    v = plate.vertices[:, [0, 2, 1]] + (5.0, 5.0, 0.0)          # vertical, through the axis
-    sim.add_mesh_wall(pdem.Mesh(v, plate.facets), m, angular_velocity=(0.0, 0.0, 1.0),
-                      reference_point=(5.0, 5.0, 0.0))
-    g = 0.7 + np.arange(n_side) * 0.95
-    x, y, z = np.meshgrid(g, g, 4.5 + 0.95 * np.arange(layers), indexing="ij")
-    pos = np.column_stack([x.ravel(), y.ravel(), z.ravel()])
-    pos += rng.uniform(-0.02, 0.02, pos.shape)
-    sim.add_spheres(pos, rng.uniform(0.38, 0.42, len(pos)), m,
-                    velocities=rng.normal(0.0, 0.5, pos.shape))
+    _stirrer(sim, m, 3.0, (0.2, 4.0), (5.0, 5.0), 1.0, 3)
+    _rain(sim, m, rng, n_side, layers, 0.7, 0.95, 4.5)
     return sim
 
 
@@ -145,14 +157,6 @@ def nscd_conveyor(comm, solver="jacobi", tol=1e-4, n_side=6, layers=4, seed=7, *
                           scheme=scheme, **options)
     m = sim.material("m", density=1.0, friction=0.4, restitution=0.3)
     sim.add_plane((0.0, 0.0, 0.0), (0.0, 0.0, 1.0), m, velocity=(0.5, 0.0, 0.0))
-    plate = shapes.rectangle((-1.5, 0.1), (1.5, 2.0), 0.0, 2)
-    v = plate.vertices[:, [0, 2, 1]] + (3.0, 3.0, 0.0)          # vertical, through the axis
-    sim.add_mesh_wall(pdem.Mesh(v, plate.facets), m, angular_velocity=(0.0, 0.0, 2.0),
-                      reference_point=(3.0, 3.0, 0.0))
-    g = 0.5 + np.arange(n_side) * 0.98
-    x, y, z = np.meshgrid(g, g, 0.6 + 0.98 * np.arange(layers), indexing="ij")
-    pos = np.column_stack([x.ravel(), y.ravel(), z.ravel()])
-    pos += rng.uniform(-0.02, 0.02, pos.shape)
-    sim.add_spheres(pos, rng.uniform(0.38, 0.42, len(pos)), m,
-                    velocities=rng.normal(0.0, 0.5, pos.shape))
+    _stirrer(sim, m, 1.5, (0.1, 2.0), (3.0, 3.0), 2.0, 2)
+    _rain(sim, m, rng, n_side, layers, 0.5, 0.98, 0.6)
     return sim
