@@ -202,7 +202,8 @@ def write_data(path, bed, margin=0.0):
                      % (i + 1, vel[i, 0], vel[i, 1], vel[i, 2], w[i, 0], w[i, 1], w[i, 2]))
 
 
-KERNELS = {"contacts": ("sphere_sphere", "sphere_plane", "gather", "build_gather_lists"),
+KERNELS = {"contacts": ("sphere_sphere", "sphere_plane", "gather", "scatter",
+                        "build_gather_lists", "add_wall_forces"),
            "cells": ("build_pairs", "build_plane_pairs"), "integrate": ("drift", "kick")}
 
 

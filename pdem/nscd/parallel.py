@@ -31,6 +31,7 @@ from ..parallel.decomposition import Decomposition
 from ..parallel.exchange import alltoallv_records, pack, record_dtype, unpack
 from ..parallel.ghosts import GhostExchange
 from .problem import GrainProblem, _positive
+from .solve import exchange_ghost_velocities
 
 PER_GRAIN = ("x", "v", "omega", "r", "m", "inertia")
 
@@ -73,15 +74,8 @@ class ParallelGrainProblem(GrainProblem):
         return self.comm.allreduce(int(m), op=MPI.SUM) > 0
 
     def _end_sweep(self, res, ghost_dv, ghost_dw):
-        if ghost_dv is not None:
-            self.ghosts.reverse_add([ghost_dv, ghost_dw])
-            own = self._own
-            w = self.omega.reshape(self.n, self._nw)
-            self.v[:own] += ghost_dv[:own]
-            w[:own] += ghost_dw[:own]
-            ghost_dv[:] = 0.0
-            ghost_dw[:] = 0.0
-        self._refresh_ghosts()
+        exchange_ghost_velocities(self.ghosts, self.v, self.omega.reshape(self.n, self._nw),
+                                  self._own, ghost_dv, ghost_dw)
         return self.comm.allreduce(float(res), op=MPI.MAX)
 
     # ------------------------------------------------------------ scene
@@ -154,11 +148,6 @@ class ParallelGrainProblem(GrainProblem):
         for name in PER_GRAIN:
             setattr(self, name, getattr(self, name)[:own].copy())
         self.orientation = self._orientation_own
-
-    def _refresh_ghosts(self):
-        """Copy the owners' velocities and angular velocities into the ghosts (the
-        swaps recorded by the last build, in order: later swaps forward earlier ghosts)."""
-        self.ghosts.refresh_arrays([self.v, self.omega.reshape(self.n, self._nw)], tag=300)
 
     def _migrate(self):
         """Owned grains outside this subdomain go to their owner (positions are kept

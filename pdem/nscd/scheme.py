@@ -33,7 +33,7 @@ from .._kernels import integrate
 from .._kernels import nscd as _k
 from ..errors import InputError
 from .facet_contacts import facet_contacts
-from .solve import ContactSolve
+from .solve import ContactSolve, exchange_ghost_velocities
 
 SOLVERS = ("nlgs", "jacobi")
 NORMAL_RULES = ("seed", "projected")
@@ -136,19 +136,13 @@ class NSCD:
         bad = int(np.argmin(ok)) if not ok.all() else -1
         return problem, bad
 
-    def _end_sweep(self, sim, w, res, ghost_dv, ghost_dw):
+    @staticmethod
+    def _end_sweep(sim, w, res, ghost_dv, ghost_dw):
         """Ghost velocities current after a sweep; returns the residual over all ranks."""
         st = sim.store
         if sim.size == 1 and st.n == st.n_own:
             return res
-        if ghost_dv is not None:            # NLGS: increments given to ghosts -> owners
-            sim.ghosts.reverse_add([ghost_dv, ghost_dw])
-            own = st.n_own
-            st.vel[:own] += ghost_dv[:own]
-            w[:own] += ghost_dw[:own]
-            ghost_dv[:] = 0.0
-            ghost_dw[:] = 0.0
-        sim.ghosts.refresh_arrays([st.vel, w], tag=300)
+        exchange_ghost_velocities(sim.ghosts, st.vel, w, st.n_own, ghost_dv, ghost_dw)
         return sim._max(res)
 
     def _masses(self, sim):
@@ -162,12 +156,11 @@ class NSCD:
         t = st.blocked & trans
         r = st.blocked & rot
         bad = np.flatnonzero(((t != 0) & (t != trans)) | ((r != 0) & (r != rot)))
-        if len(bad):
-            i = int(bad[0])
-            raise InputError("NSCD: particle id %d has only some of its %s blocked (blocked "
-                             "bits %d); block all translations and/or all rotations"
-                             % (st.id[i], "translations" if t[i] not in (0, trans)
-                                else "rotations", int(st.blocked[i])))
+        sim._raise_if_any(None if not len(bad) else (
+            "NSCD: particle id %d has only some of its %s blocked (blocked bits %d); block "
+            "all translations and/or all rotations" % (
+                st.id[bad[0]], "translations" if t[bad[0]] not in (0, trans) else "rotations",
+                int(st.blocked[bad[0]]))), InputError)
         mass = np.where(t == trans, math.inf, st.mass)
         inv_inertia = np.where(r == rot, 0.0, 1.0 / st.inertia)
         return mass, inv_inertia

@@ -32,6 +32,20 @@ def _local_end_sweep(res, ghost_dv, ghost_dw):
     return res
 
 
+def exchange_ghost_velocities(ghosts, v, w, n_owned, ghost_dv, ghost_dw):
+    """After a sweep on several ranks (ghosts: a pdem.parallel.ghosts.GhostExchange
+    built for these rows): the increments NLGS gave to ghost rows (ghost_dv, ghost_dw;
+    None for Jacobi) are added to their owners' rows (reverse of the ghost swaps) and
+    zeroed, then every ghost row gets its owner's current velocities."""
+    if ghost_dv is not None:
+        ghosts.reverse_add([ghost_dv, ghost_dw])
+        v[:n_owned] += ghost_dv[:n_owned]
+        w[:n_owned] += ghost_dw[:n_owned]
+        ghost_dv[:] = 0.0
+        ghost_dw[:] = 0.0
+    ghosts.refresh_arrays([v, w], tag=300)
+
+
 class ContactSolve:
     """Contacts c (conventions of pyx/nscd.pyx): kind, grain row ci, body cj, unit
     normal (from j to i, (m, 3)), gap, friction mu and restitution e per contact, and
