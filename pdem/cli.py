@@ -155,12 +155,15 @@ class Log:
                                 rate, eta))
             sys.stdout.flush()
             return
+        nscd = self.sim.scheme is not None                # + sweeps of the last step
         if not self.header:
             print("%10s %13s %10s %9s %12s %11s %9s" % ("step", "time", "particles", "contacts",
-                                                      "kinetic", "p-steps/s", "left"))
+                                                      "kinetic", "p-steps/s", "left")
+                  + (" %7s" % "sweeps" if nscd else ""))
             self.header = True
         print("%10d %13.6e %10d %9d %12.5e %11.4g %9s" % (s, self.sim.time, n_particles, n_contacts,
-                                                        kinetic, rate, eta), flush=True)
+                                                        kinetic, rate, eta)
+              + (" %7d" % self.sim.scheme.sweeps if nscd else ""), flush=True)
 
     def timing(self):
         stats = self.sim.timer_stats()                     # collective

@@ -240,3 +240,18 @@ def test_damaged_restart_checkpoint_is_refused_and_kept(case, reference, tmp_pat
     assert "checkpoint.h5" in r.stderr and r.stderr.count("\n") == 1
     assert (out / "checkpoint.h5").read_bytes() == data[:len(data) // 2]
     assert sorted(os.listdir(out)) == ["checkpoint.h5"]
+
+
+def test_nscd_case_reports_sweeps(tmp_path):
+    """examples/settle_nscd.py (scheme=pdem.NSCD): the thermo lines carry the sweeps of
+    the last step, the series solver_sweeps, and the run ends cleanly."""
+    out = tmp_path / "nscd"
+    r = ok(pdem_run("run", os.path.join(ROOT, "examples", "settle_nscd.py"), "--steps", 200,
+                    "--out", out, "--thermo-every", 100, "--output-every", 100))
+    assert re.search(r"^\s+step\s+time\s+particles\s+contacts\s+kinetic\s+p-steps/s\s+left"
+                     r"\s+sweeps$", r.stdout, re.M)
+    sweeps = re.findall(r"^\s+(\d+) +\S+ +432 +\d+ +\S+ +\S+ +\d+:\d\d:\d\d +(\d+)$",
+                        r.stdout, re.M)
+    assert [int(s) for s, _ in sweeps] == [100, 200] and int(sweeps[-1][1]) > 1
+    with h5py.File(out / "results.h5", "r") as f:
+        assert f["series/solver_sweeps"][-1] == int(sweeps[-1][1])
