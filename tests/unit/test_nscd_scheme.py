@@ -196,3 +196,24 @@ def test_sweep_cap_warns_with_the_step():
                                                 r"in itmax=2 sweeps") as rec:
         sim.run(steps=100)
     assert rec[0].message.iterations == 2 and rec[0].message.residual >= 1e-9 / 1e-3
+
+
+@pytest.mark.skipif(not pdem.openmp_available(), reason="kernels built without OpenMP")
+def test_jacobi_same_bits_on_one_and_two_threads():
+    x, r = _pile_2d(seed=3)
+    runs = []
+    for threads in (1, 2):
+        sim = pdem.Simulation(pdem.Domain((0, -0.5), (1, 3), dim=2), 1e-3,
+                              gravity=(0, -9.81, 0), threads=threads, skin=0.01,
+                              scheme=pdem.NSCD("jacobi", tol=1e-6, alert=0.01))
+        sim.material("g", 1000.0, friction=0.3)
+        sim.add_spheres(x, r, "g")
+        sim.add_plane((0, 0, 0), (0, 1, 0), "g")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            sim.run(steps=200)
+        runs.append((sim.particles(), sim.contacts()))
+    for part in range(2):
+        for k, a in runs[0][part].items():
+            assert np.array_equal(a, runs[1][part][k]), k
+    assert len(runs[0][1]["id1"]) > 20
