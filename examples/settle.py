@@ -13,24 +13,37 @@ import numpy as np
 import pdem
 
 
+RADIUS, SIDE, LAYERS = 1e-3, 6, 12
+SPACING = 2.4 * RADIUS
+
+
+def domain():
+    """The box: SIDE x SIDE beads across, periodic in x and y, open at the top."""
+    width = SIDE * SPACING
+    return pdem.Domain((0, 0, 0), (width, width, LAYERS * SPACING + 0.01),
+                       periodic=(True, True, False))
+
+
+def add_beads(sim, material):
+    """A floor plane and SIDE^2 x LAYERS beads on a jittered lattice above it, with
+    small random velocities (the same scene on every rank)."""
+    sim.add_plane((0, 0, 0), (0, 0, 1), material)
+    g = (np.arange(SIDE) + 0.5) * SPACING
+    x, y, z = np.meshgrid(g, g, 1.1 * RADIUS + np.arange(LAYERS) * SPACING, indexing="ij")
+    pos = np.column_stack([x.ravel(), y.ravel(), z.ravel()])
+    rng = np.random.default_rng(3)
+    pos[:, :2] += rng.uniform(-0.1, 0.1, (len(pos), 2)) * RADIUS
+    sim.add_spheres(pos, RADIUS, material, velocities=rng.normal(0.0, 0.05, (len(pos), 3)))
+
+
 def build(comm):
-    radius, density, kn = 1e-3, 2500.0, 2e3
-    mass = 4 / 3 * math.pi * radius ** 3 * density
+    density, kn = 2500.0, 2e3
+    mass = 4 / 3 * math.pi * RADIUS ** 3 * density
     restitution = 0.5
     zeta = -math.log(restitution) / math.sqrt(math.pi ** 2 + math.log(restitution) ** 2)
     gamma_n = 2 * zeta * math.sqrt(kn / (0.5 * mass))
     dt = math.pi / math.sqrt(kn / (0.5 * mass)) / 25         # 25 steps per collision
-    side, layers, spacing = 6, 12, 2.4 * radius
-    width = side * spacing
-    dom = pdem.Domain((0, 0, 0), (width, width, layers * spacing + 0.01),
-                      periodic=(True, True, False))
-    sim = pdem.Simulation(dom, dt=dt, gravity=(0, 0, -9.81), comm=comm)
-    glass = sim.material("glass", density=density, kn=kn, gamma_n=gamma_n, friction=0.4)
-    sim.add_plane((0, 0, 0), (0, 0, 1), glass)
-    g = (np.arange(side) + 0.5) * spacing
-    x, y, z = np.meshgrid(g, g, 1.1 * radius + np.arange(layers) * spacing, indexing="ij")
-    pos = np.column_stack([x.ravel(), y.ravel(), z.ravel()])
-    rng = np.random.default_rng(3)                 # same scene on every rank
-    pos[:, :2] += rng.uniform(-0.1, 0.1, (len(pos), 2)) * radius
-    sim.add_spheres(pos, radius, glass, velocities=rng.normal(0.0, 0.05, (len(pos), 3)))
+    sim = pdem.Simulation(domain(), dt=dt, gravity=(0, 0, -9.81), comm=comm)
+    add_beads(sim, sim.material("glass", density=density, kn=kn, gamma_n=gamma_n,
+                                friction=0.4))
     return sim
