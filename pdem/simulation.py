@@ -410,33 +410,40 @@ class Simulation:
 
     def _compute_forces(self):
         """Contact forces and their per-particle sums; returns a message when an overlap
-        exceeds max_overlap (raised collectively by step)."""
+        exceeds max_overlap (raised collectively by step). With one thread the pair and
+        plane kernels add each contact to its particles as they go (in-pass sums: the
+        additions of `scatter`, in its order, while the row is in cache)."""
         st, nmat = self.store, max(1, len(self.materials.materials))
         table = self.materials.table()
+        inpass = self.threads == 1
+        f, t = st.force[:st.n_own], st.torque[:st.n_own]
         worst = ck.sphere_sphere(self.pairs.i1, self.pairs.i2, st.pos, st.image, self._box_len,
                                  st.vel, st.angvel, st.radius, st.mass, st.material, table, nmat,
                                  self.dt, self.flags, self.pairs.active, self.pairs.state,
-                                 self.threads)
+                                 self.threads, *((self._owner1, self._owner2, f, t) if inpass
+                                                 else ()))
         problem = self._overlap_message(worst, self.pairs, particle_pair=True)
         pl = self.planes
         worst = ck.sphere_plane(self.walls.i1, self.walls.i2, st.pos, st.vel, st.angvel, st.radius,
                                 st.mass, st.material, pl.point, pl.normal, pl.vel, pl.material,
                                 table, nmat, self.dt, self.flags, self.walls.active,
-                                self.walls.state, self.threads)
+                                self.walls.state, self.threads,
+                                *((self.walls.i1, f, t) if inpass else ()))
         problem = problem or self._overlap_message(worst, self.walls, particle_pair=False)
         problem = problem or self._facet_contacts(table, nmat)
-        self._sum_contact_forces()
+        self._sum_contact_forces(pairs_and_planes=not inpass)
         return problem
 
-    def _sum_contact_forces(self):
+    def _sum_contact_forces(self, pairs_and_planes=True):
         """Force and torque of every owned particle: the sum of its contact rows, in
-        a fixed order (the same bits on any rank and thread count)."""
+        a fixed order (the same bits on any rank and thread count). pairs_and_planes=False:
+        those are summed already (in-pass), add the facet contacts only."""
         st = self.store
-        if self.threads == 1:
+        if pairs_and_planes and self.threads == 1:
             ck.scatter(self._owner1, self._owner2, self.pairs.active, self.pairs.state,
                        self.walls.i1, self.walls.active, self.walls.state,
                        st.force[:st.n_own], st.torque[:st.n_own])
-        else:
+        elif pairs_and_planes:
             if self._pair_start is None:
                 self._pair_start, self._pair_entry = ck.build_gather_lists(
                     self._owner1, self._owner2, st.n_own)

@@ -41,6 +41,64 @@ def openmp_max_threads():
     return pdem_omp_max_threads()
 
 
+cdef inline double sphere_pair(int a, int b, const double* pos, const int* image,
+                               const double* box_len, const double* vel, const double* angvel,
+                               const double* radius, const double* mass, const int* material,
+                               const double* pair_table, int n_materials, double dt, int flags,
+                               signed char* active, double* row) noexcept nogil:
+    """Sphere-sphere pair (particle indices a < b in id order): contact update when the
+    spheres overlap (active = 1), else active = 0 and the row is not touched. Returns the
+    overlap / smaller radius (meaningful when active). Raw pointers: the memoryview
+    indexing of the particle arrays costs ~30 instructions per pair more."""
+    cdef v3 x2, n
+    cdef double dist2, rs, dist, un, ra, rb
+    x2 = V(pos[3 * b] - pos[3 * a] + (image[3 * b] - image[3 * a]) * box_len[0],
+           pos[3 * b + 1] - pos[3 * a + 1] + (image[3 * b + 1] - image[3 * a + 1]) * box_len[1],
+           pos[3 * b + 2] - pos[3 * a + 2] + (image[3 * b + 2] - image[3 * a + 2]) * box_len[2])
+    dist2 = vdot(x2, x2)
+    ra = radius[a]
+    rb = radius[b]
+    rs = ra + rb
+    if dist2 >= rs * rs:
+        active[0] = 0
+        return 0.0
+    dist = sqrt(dist2)
+    n = vscale(x2, 1.0 / dist)
+    un = dist - rs
+    contact_update(vscale(n, ra + 0.5 * un), n, un, x2, vld(vel + 3 * a), vld(vel + 3 * b),
+                   vld(angvel + 3 * a), vld(angvel + 3 * b), ra, rb,
+                   mass[a] * mass[b] / (mass[a] + mass[b]), ra * rb / rs,
+                   pair_table + (material[a] * n_materials + material[b]) * P_NCOLS, dt, flags,
+                   active, row)
+    return -un / (ra if ra < rb else rb)
+
+
+cdef inline void add_row(double* f, double* t, const double* row, double sign,
+                         int torque_col) noexcept nogil:
+    """f += sign * force, t += torque of a contact row: the one addition of `scatter`
+    and of the kernels' in-pass sums (same operations, hence the same bits)."""
+    cdef int d
+    for d in range(3):
+        f[d] = f[d] + sign * row[S_FORCE + d]
+        t[d] = t[d] + row[torque_col + d]
+
+
+cdef int _sums_args(int nt, object f_out, object t_out, object o1, object o2,
+                    Py_ssize_t m, Py_ssize_t n_particles) except -1:
+    """Check the optional in-pass sum arguments; returns 1 when they are given."""
+    if f_out is None and t_out is None and o1 is None and o2 is None:
+        return 0
+    if f_out is None or t_out is None or o1 is None or o2 is None:
+        raise ValueError("in-pass sums need all of f_out, t_out and the owner arrays")
+    if nt != 1:
+        raise ValueError("in-pass sums are single-threaded (n_threads=1), got %d" % nt)
+    if len(o1) != m or len(o2) != m:
+        raise ValueError("owner arrays: %d and %d entries for %d contacts" % (len(o1), len(o2), m))
+    if f_out.shape[0] != t_out.shape[0] or f_out.shape[0] > n_particles:
+        raise ValueError("f_out and t_out must both be (n_own, 3)")
+    return 1
+
+
 @cython.boundscheck(False)
 @cython.wraparound(False)
 def sphere_sphere(const int[::1] i1, const int[::1] i2,
@@ -49,39 +107,64 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
                   const double[::1] radius, const double[::1] mass, const int[::1] material,
                   const double[:, ::1] pair_table, int n_materials,
                   double dt, int flags,
-                  signed char[::1] active, double[:, ::1] state, int n_threads):
-    """Update every candidate pair of the batch; returns (max overlap / smaller radius, pair)."""
-    cdef Py_ssize_t m = i1.shape[0], k
-    cdef int a, b, tid, nt = max(1, n_threads)
-    cdef v3 x2, n
-    cdef double dist2, rs, dist, un, ratio, ra, rb
+                  signed char[::1] active, double[:, ::1] state, int n_threads,
+                  const int[::1] owner1=None, const int[::1] owner2=None,
+                  double[:, ::1] f_out=None, double[:, ::1] t_out=None):
+    """Update every candidate pair of the batch; returns (max overlap / smaller radius, pair).
+
+    In-pass sums (n_threads = 1 only): with owner1, owner2, f_out, t_out as for `scatter`,
+    f_out and t_out are zeroed and each active pair is added to its owned particles right
+    after it is computed, while its row is in cache (a separate pass re-reads every row
+    from memory). These are the additions of `scatter` in the same order (same bits);
+    `sphere_plane` with its wall_owner, f_out, t_out then adds the wall contacts."""
+    cdef Py_ssize_t m = i1.shape[0], n = pos.shape[0], k
+    cdef int tid, p, nt = max(1, n_threads)
+    cdef int sums = _sums_args(nt, f_out, t_out, owner1, owner2, m, n)
+    cdef double ratio
+    cdef double* row
     cdef double[:, ::1] worst = _worst_init(nt)
+    if sums:
+        f_out[:, :] = 0.0
+        t_out[:, :] = 0.0
+    if m == 0:
+        return _worst(worst)
+    if (i2.shape[0] < m or active.shape[0] < m or state.shape[0] < m
+            or state.shape[1] != S_NCOLS or pair_table.shape[1] != P_NCOLS):
+        raise ValueError("pair arrays: %d pairs, state (%d, %d), pair table width %d"
+                         % (m, state.shape[0], state.shape[1], pair_table.shape[1]))
+    cdef const double* ppos = &pos[0, 0]
+    cdef const int* pimg = &image[0, 0]
+    cdef const double* pvel = &vel[0, 0]
+    cdef const double* pang = &angvel[0, 0]
+    cdef const double* prad = &radius[0]
+    cdef const double* pmass = &mass[0]
+    cdef const int* pmat = &material[0]
+    cdef const double* ptab = &pair_table[0, 0]
+    cdef const int* pi1 = &i1[0]
+    cdef const int* pi2 = &i2[0]
+    cdef const int* po1 = &owner1[0] if sums else NULL
+    cdef const int* po2 = &owner2[0] if sums else NULL
+    cdef double* pf = &f_out[0, 0] if sums and f_out.shape[0] else NULL
+    cdef double* pt = &t_out[0, 0] if sums and t_out.shape[0] else NULL
+    cdef signed char* pact = &active[0]
+    cdef double* pstate = &state[0, 0]
     for k in prange(m, nogil=True, schedule='static', num_threads=nt):
-        a = i1[k]
-        b = i2[k]
-        x2 = V(pos[b, 0] - pos[a, 0] + (image[b, 0] - image[a, 0]) * box_len[0],
-               pos[b, 1] - pos[a, 1] + (image[b, 1] - image[a, 1]) * box_len[1],
-               pos[b, 2] - pos[a, 2] + (image[b, 2] - image[a, 2]) * box_len[2])
-        dist2 = vdot(x2, x2)
-        ra = radius[a]
-        rb = radius[b]
-        rs = ra + rb
-        if dist2 >= rs * rs:
-            active[k] = 0
+        row = pstate + k * S_NCOLS
+        ratio = sphere_pair(pi1[k], pi2[k], ppos, pimg, &box_len[0], pvel, pang, prad, pmass,
+                            pmat, ptab, n_materials, dt, flags, pact + k, row)
+        if pact[k] == 0:
             continue
-        dist = sqrt(dist2)
-        n = vscale(x2, 1.0 / dist)
-        un = dist - rs
-        contact_update(vscale(n, ra + 0.5 * un), n, un, x2, vld(&vel[a, 0]), vld(&vel[b, 0]),
-                       vld(&angvel[a, 0]), vld(&angvel[b, 0]), ra, rb,
-                       mass[a] * mass[b] / (mass[a] + mass[b]), ra * rb / rs,
-                       &pair_table[material[a] * n_materials + material[b], 0], dt, flags,
-                       &active[k], &state[k, 0])
-        ratio = -un / (ra if ra < rb else rb)
         tid = threadid()
         if not (ratio <= worst[tid, 0]):
             worst[tid, 0] = ratio
             worst[tid, 1] = k
+        if sums:
+            p = po1[k]
+            if p >= 0:
+                add_row(pf + 3 * p, pt + 3 * p, row, -1.0, S_TORQUE1)
+            p = po2[k]
+            if p >= 0:
+                add_row(pf + 3 * p, pt + 3 * p, row, 1.0, S_TORQUE2)
     return _worst(worst)
 
 
@@ -95,11 +178,18 @@ def sphere_plane(const int[::1] particle, const int[::1] plane,
                  const double[:, ::1] plane_vel, const int[::1] plane_material,
                  const double[:, ::1] pair_table, int n_materials,
                  double dt, int flags,
-                 signed char[::1] active, double[:, ::1] state, int n_threads):
+                 signed char[::1] active, double[:, ::1] state, int n_threads,
+                 const int[::1] wall_owner=None, double[:, ::1] f_out=None,
+                 double[:, ::1] t_out=None):
     """Plane = body 1 (equivalent sphere of radius 0 at the foot of the perpendicular,
-    infinite mass, no rotation), sphere = body 2; the plane pushes along its normal."""
+    infinite mass, no rotation), sphere = body 2; the plane pushes along its normal.
+
+    In-pass sums (n_threads = 1, after the in-pass `sphere_sphere`): with wall_owner,
+    f_out, t_out as for `scatter`, each active contact is added to its particle (f_out,
+    t_out are not zeroed) in contact order, as `scatter` does."""
     cdef Py_ssize_t m = particle.shape[0], k
     cdef int p, w, tid, nt = max(1, n_threads)
+    cdef int sums = _sums_args(nt, f_out, t_out, wall_owner, wall_owner, m, pos.shape[0])
     cdef v3 x2, n
     cdef double d, un, ratio, r
     cdef double[:, ::1] worst = _worst_init(nt)
@@ -123,6 +213,9 @@ def sphere_plane(const int[::1] particle, const int[::1] plane,
         if not (ratio <= worst[tid, 0]):
             worst[tid, 0] = ratio
             worst[tid, 1] = k
+        if sums:
+            p = wall_owner[k]
+            add_row(&f_out[p, 0], &t_out[p, 0], &state[k, 0], 1.0, S_TORQUE2)
     return _worst(worst)
 
 
@@ -198,28 +291,22 @@ def scatter(const int[::1] owner1, const int[::1] owner2, const signed char[::1]
     receives its contributions in ascending partner id, then its wall contacts in plane
     order: the same additions in the same order as `gather`, hence the same bits, with
     sequential instead of random reads of the contact rows."""
-    cdef Py_ssize_t m = active.shape[0], k, d
+    cdef Py_ssize_t m = active.shape[0], k
     cdef int p
     cdef const double* row
+    f_out[:, :] = 0.0
+    t_out[:, :] = 0.0
     with nogil:
-        for p in range(f_out.shape[0]):
-            for d in range(3):
-                f_out[p, d] = 0.0
-                t_out[p, d] = 0.0
         for k in range(m):
             if active[k] == 0:
                 continue
             row = &state[k, 0]
             p = owner1[k]
             if p >= 0:
-                for d in range(3):
-                    f_out[p, d] = f_out[p, d] + (-1.0) * row[S_FORCE + d]
-                    t_out[p, d] = t_out[p, d] + row[S_TORQUE1 + d]
+                add_row(&f_out[p, 0], &t_out[p, 0], row, -1.0, S_TORQUE1)
             p = owner2[k]
             if p >= 0:
-                for d in range(3):
-                    f_out[p, d] = f_out[p, d] + 1.0 * row[S_FORCE + d]
-                    t_out[p, d] = t_out[p, d] + row[S_TORQUE2 + d]
+                add_row(&f_out[p, 0], &t_out[p, 0], row, 1.0, S_TORQUE2)
         _add_wall_rows(wall_owner, wall_active, wall_state, f_out, t_out)
 
 
@@ -228,15 +315,13 @@ cdef void _add_wall_rows(const int[::1] owner, const signed char[::1] active,
                          double[:, ::1] t_out) noexcept nogil:
     """Add the active wall contact rows (particle = body 2) to their particles, in row
     order (rows are sorted by particle, then wall: a fixed order on any rank count)."""
-    cdef Py_ssize_t k, d
+    cdef Py_ssize_t k
     cdef int p
     for k in range(active.shape[0]):
         if active[k] == 0:
             continue
         p = owner[k]
-        for d in range(3):
-            f_out[p, d] = f_out[p, d] + state[k, S_FORCE + d]
-            t_out[p, d] = t_out[p, d] + state[k, S_TORQUE2 + d]
+        add_row(&f_out[p, 0], &t_out[p, 0], &state[k, 0], 1.0, S_TORQUE2)
 
 
 @cython.boundscheck(False)
