@@ -5,8 +5,9 @@ followed by the pair's contact law (laws.pxd), and the per-particle force gather
 Data layout. A batch is a set of candidate pairs from the Verlet list, sorted by
 (id1, id2) with id1 < id2; pair k refers to local particle indices i1[k], i2[k]
 (owned or ghost). Per pair, the arrays hold the L6Geom state -- active flag, T
-(rows, 9 doubles), u, phi, shifted origins u0, phi0 -- and the outputs: force on
-particle 2 (global), torques on 1 and 2, contact point relative to particle 1.
+(rows, 9 doubles), u, phi, shifted origins u0, phi0 -- and the outputs: force and
+law moment on particle 2 (global); the torques on both bodies follow from them
+(contact_row.pxd row_torque).
 
 Determinism. Pair k is computed from particle 1's position and x2 - x1 +
 (image2 - image1) * L, the same numbers on every rank and thread count; the
@@ -29,7 +30,7 @@ import numpy as np
 def state_columns():
     """Column offsets of the contact state row (used by pdem.contact.store)."""
     return dict(T=(S_T, 9), u=(S_U, 3), phi=(S_PHI, 3), u0=(S_U0, 3), phi0=(S_PHI0, 3),
-                force=(S_FORCE, 3), torque1=(S_TORQUE1, 3), torque2=(S_TORQUE2, 3),
+                force=(S_FORCE, 3), moment=(S_MOMENT, 3),
                 ncols=S_NCOLS)
 
 
@@ -73,14 +74,19 @@ cdef inline double sphere_pair(int a, int b, const double* pos, const int* image
     return -un / (ra if ra < rb else rb)
 
 
-cdef inline void add_row(double* f, double* t, const double* row, double sign,
-                         int torque_col) noexcept nogil:
-    """f += sign * force, t += torque of a contact row: the one addition of `scatter`
-    and of the kernels' in-pass sums (same operations, hence the same bits)."""
-    cdef int d
-    for d in range(3):
-        f[d] = f[d] + sign * row[S_FORCE + d]
-        t[d] = t[d] + row[torque_col + d]
+cdef inline void add_row(double* f, double* t, const double* row, int side, double r,
+                         int flags) noexcept nogil:
+    """f += force, t += torque on body `side` (1 or 2, radius r) of a contact row: the
+    additions of `scatter`, `gather` and the kernels' in-pass sums (the same operations,
+    hence the same bits)."""
+    cdef double sign = 1.0 if side == 2 else -1.0
+    cdef v3 tq = row_torque(row, side, r, flags)
+    f[0] = f[0] + sign * row[S_FORCE]
+    f[1] = f[1] + sign * row[S_FORCE + 1]
+    f[2] = f[2] + sign * row[S_FORCE + 2]
+    t[0] = t[0] + tq.x
+    t[1] = t[1] + tq.y
+    t[2] = t[2] + tq.z
 
 
 cdef int _sums_args(int nt, object f_out, object t_out, object o1, object o2,
@@ -161,10 +167,10 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
         if sums:
             p = po1[k]
             if p >= 0:
-                add_row(pf + 3 * p, pt + 3 * p, row, -1.0, S_TORQUE1)
+                add_row(pf + 3 * p, pt + 3 * p, row, 1, prad[p], flags)
             p = po2[k]
             if p >= 0:
-                add_row(pf + 3 * p, pt + 3 * p, row, 1.0, S_TORQUE2)
+                add_row(pf + 3 * p, pt + 3 * p, row, 2, prad[p], flags)
     return _worst(worst)
 
 
@@ -215,7 +221,7 @@ def sphere_plane(const int[::1] particle, const int[::1] plane,
             worst[tid, 1] = k
         if sums:
             p = wall_owner[k]
-            add_row(&f_out[p, 0], &t_out[p, 0], &state[k, 0], 1.0, S_TORQUE2)
+            add_row(&f_out[p, 0], &t_out[p, 0], &state[k, 0], 2, r, flags)
     return _worst(worst)
 
 
@@ -240,44 +246,32 @@ cdef tuple _worst(double[:, ::1] worst):
 def gather(const long[::1] pair_start, const int[::1] pair_entry,
            const signed char[::1] active, const double[:, ::1] state,
            const long[::1] wall_start, const signed char[::1] wall_active,
-           const double[:, ::1] wall_state, double[:, ::1] f_out, double[:, ::1] t_out,
-           int n_threads):
+           const double[:, ::1] wall_state, const double[::1] radius, int flags,
+           double[:, ::1] f_out, double[:, ::1] t_out, int n_threads):
     """Sum contact forces and torques per owned particle in a fixed order.
 
     pair_entry[pair_start[p]:pair_start[p+1]] lists 2*k + side for the pairs of owned
     particle p in ascending partner id (side 1: p is particle 2); wall contacts of p
     follow in plane order. Same order on any rank or thread count -> same bits.
+    radius: of the local particles (owned first); flags: the L6Geom flags (branch vectors).
     """
     cdef Py_ssize_t n = f_out.shape[0], p, e, k
-    cdef double sign
-    cdef const double* row
-    cdef const double* t
-    cdef double fx, fy, fz, tx, ty, tz
+    cdef int side
+    cdef double r
+    if n:
+        f_out[:, :] = 0.0
+        t_out[:, :] = 0.0
     for p in prange(n, nogil=True, schedule='static', num_threads=max(1, n_threads)):
-        fx = 0.0; fy = 0.0; fz = 0.0; tx = 0.0; ty = 0.0; tz = 0.0
+        r = radius[p]
         for e in range(pair_start[p], pair_start[p + 1]):
             k = pair_entry[e] >> 1
             if active[k] == 0:
                 continue
-            row = &state[k, 0]
-            if pair_entry[e] & 1:
-                sign = 1.0
-                t = row + S_TORQUE2
-            else:
-                sign = -1.0
-                t = row + S_TORQUE1
-            fx = fx + sign * row[S_FORCE]
-            fy = fy + sign * row[S_FORCE + 1]
-            fz = fz + sign * row[S_FORCE + 2]
-            tx = tx + t[0]; ty = ty + t[1]; tz = tz + t[2]
+            side = 2 if pair_entry[e] & 1 else 1
+            add_row(&f_out[p, 0], &t_out[p, 0], &state[k, 0], side, r, flags)
         for k in range(wall_start[p], wall_start[p + 1]):
-            if wall_active[k] == 0:
-                continue
-            row = &wall_state[k, 0]
-            fx = fx + row[S_FORCE]; fy = fy + row[S_FORCE + 1]; fz = fz + row[S_FORCE + 2]
-            tx = tx + row[S_TORQUE2]; ty = ty + row[S_TORQUE2 + 1]; tz = tz + row[S_TORQUE2 + 2]
-        f_out[p, 0] = fx; f_out[p, 1] = fy; f_out[p, 2] = fz
-        t_out[p, 0] = tx; t_out[p, 1] = ty; t_out[p, 2] = tz
+            if wall_active[k] != 0:
+                add_row(&f_out[p, 0], &t_out[p, 0], &wall_state[k, 0], 2, r, flags)
 
 
 @cython.boundscheck(False)
@@ -285,7 +279,7 @@ def gather(const long[::1] pair_start, const int[::1] pair_entry,
 def scatter(const int[::1] owner1, const int[::1] owner2, const signed char[::1] active,
             const double[:, ::1] state, const int[::1] wall_owner,
             const signed char[::1] wall_active, const double[:, ::1] wall_state,
-            double[:, ::1] f_out, double[:, ::1] t_out):
+            const double[::1] radius, int flags, double[:, ::1] f_out, double[:, ::1] t_out):
     """Single-thread equivalent of `gather`: streams through the contacts in order and
     adds each to its owned particles. Pairs are sorted by (id1, id2), so every particle
     receives its contributions in ascending partner id, then its wall contacts in plane
@@ -303,16 +297,16 @@ def scatter(const int[::1] owner1, const int[::1] owner2, const signed char[::1]
             row = &state[k, 0]
             p = owner1[k]
             if p >= 0:
-                add_row(&f_out[p, 0], &t_out[p, 0], row, -1.0, S_TORQUE1)
+                add_row(&f_out[p, 0], &t_out[p, 0], row, 1, radius[p], flags)
             p = owner2[k]
             if p >= 0:
-                add_row(&f_out[p, 0], &t_out[p, 0], row, 1.0, S_TORQUE2)
-        _add_wall_rows(wall_owner, wall_active, wall_state, f_out, t_out)
+                add_row(&f_out[p, 0], &t_out[p, 0], row, 2, radius[p], flags)
+        _add_wall_rows(wall_owner, wall_active, wall_state, radius, flags, f_out, t_out)
 
 
 cdef void _add_wall_rows(const int[::1] owner, const signed char[::1] active,
-                         const double[:, ::1] state, double[:, ::1] f_out,
-                         double[:, ::1] t_out) noexcept nogil:
+                         const double[:, ::1] state, const double[::1] radius, int flags,
+                         double[:, ::1] f_out, double[:, ::1] t_out) noexcept nogil:
     """Add the active wall contact rows (particle = body 2) to their particles, in row
     order (rows are sorted by particle, then wall: a fixed order on any rank count)."""
     cdef Py_ssize_t k
@@ -321,16 +315,30 @@ cdef void _add_wall_rows(const int[::1] owner, const signed char[::1] active,
         if active[k] == 0:
             continue
         p = owner[k]
-        add_row(&f_out[p, 0], &t_out[p, 0], &state[k, 0], 1.0, S_TORQUE2)
+        add_row(&f_out[p, 0], &t_out[p, 0], &state[k, 0], 2, radius[p], flags)
 
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
 def add_wall_forces(const int[::1] owner, const signed char[::1] active,
-                    const double[:, ::1] state, double[:, ::1] f_out, double[:, ::1] t_out):
+                    const double[:, ::1] state, const double[::1] radius, int flags,
+                    double[:, ::1] f_out, double[:, ::1] t_out):
     """Add a further batch of wall contacts (faceted walls) after scatter/gather."""
     with nogil:
-        _add_wall_rows(owner, active, state, f_out, t_out)
+        _add_wall_rows(owner, active, state, radius, flags, f_out, t_out)
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def row_torques(const double[:, ::1] state, const double[::1] radius, int side, int flags):
+    """Torques on body `side` (1 or 2) of contact rows, given that body's radii (0 for a
+    wall), as the force sums compute them (pyx/contact_row.pxd row_torque)."""
+    cdef Py_ssize_t k
+    out_arr = np.empty((state.shape[0], 3))
+    cdef double[:, ::1] out = out_arr
+    for k in range(state.shape[0]):
+        vst(&out[k, 0], row_torque(&state[k, 0], side, radius[k], flags))
+    return out_arr
 
 
 @cython.boundscheck(False)
