@@ -455,7 +455,7 @@ class Simulation:
                            st.torque[:st.n_own])
 
     def _lever_flags(self):
-        """L6Geom flags for the torques of the contact rows (contacts.row_torques): the
+        """L6Geom flags for the torques of the contact rows (contacts.contact_torques): the
         NSCD scheme's rows use the branch vectors -+r n (NO_RATCH)."""
         return self.flags | (NO_RATCH if self.scheme is not None else 0)
 
@@ -828,7 +828,7 @@ class Simulation:
             out["normal"].append(normal); out["overlap"].append(-un)
             body2 = batch.i2[a] if kind == "pair" else p
             out["force"].append(batch.force[a])
-            out["torque"].append(ck.row_torques(batch.state[a], st.radius[body2], 2,
+            out["torque"].append(ck.contact_torques(batch.state[a], st.radius[body2], 2,
                                                 self._lever_flags()))
             for k in ("u", "phi", "u0", "phi0"):
                 out[k].append(getattr(batch, k)[a])
@@ -859,7 +859,7 @@ class Simulation:
         f = fr.force[a]
         arm = st.pos[fr.i1[a]] - mw.reference_points()[wall]
         rows = self._allgather({"key": fr.key[a], "wall": wall, "force": -f,
-                                "moment": -(np.cross(arm, f) + ck.row_torques(
+                                "moment": -(np.cross(arm, f) + ck.contact_torques(
                                     fr.state[a], st.radius[fr.i1[a]], 2, self._lever_flags()))})
         order = np.argsort(rows["key"], kind="stable")
         out = {"force": np.zeros((len(mw), 3)), "moment": np.zeros((len(mw), 3))}

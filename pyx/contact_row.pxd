@@ -7,8 +7,8 @@ from l6geom cimport l6_form, l6_update, NO_RATCH
 from laws cimport law_eval, P_ROLL_K, P_TWIST_K
 
 # One row of 27 doubles per contact: L6Geom state then kernel outputs. The torques on
-# the two bodies are not stored: row_torque derives them from the normal, u_n, force and
-# moment (the kernels are limited by memory traffic; 6 fewer doubles per row).
+# the two bodies are not stored: row_torques derives them from the normal, u_n, force and
+# moment (the kernels are limited by memory traffic; 3 fewer doubles per row).
 cdef enum:
     S_T = 0           # local axes by rows (9)
     S_U = 9           # u (3), u_x < 0 in overlap
@@ -46,15 +46,16 @@ cdef inline void contact_update(v3 c, v3 n, double un, v3 x2, v3 v1, v3 v2, v3 w
     vst(row + S_U, u); vst(row + S_PHI, phi); vst(row + S_U0, u0); vst(row + S_PHI0, phi0)
 
 
-cdef inline v3 row_torque(const double* row, int side, double r, int flags) noexcept nogil:
-    """Torque on body `side` (1 or 2, radius r; 0 for a wall) of a contact row:
-    b1 x (-F) - M on 1, b2 x F + M on 2. The contact point c lies on the line of
-    centres, so the branch vectors (seed 000, l6geom.l6_branches) are b1 = (r1 + u_n/2) n
-    and b2 = -(r2 + u_n/2) n, or +-r n with NO_RATCH; n = row 0 of T. Every sum of
-    contact torques (in-pass, scatter, gather, outputs) goes through here: same bits."""
-    cdef v3 F = vld(row + S_FORCE)
+cdef inline void row_torques(const double* row, double r1, double r2, int flags, v3* t1,
+                             v3* t2) noexcept nogil:
+    """Torques on bodies 1 and 2 (radii r1, r2; 0 for a wall) of a contact row:
+    b1 x (-F) - M and b2 x F + M. The contact point c lies on the line of centres, so
+    the branch vectors (seed 000, l6geom.l6_branches) are b1 = (r1 + u_n/2) n and
+    b2 = -(r2 + u_n/2) n, or +-r n with NO_RATCH (n = row 0 of T): both torques are
+    -arm (n x F) -+ M. Every sum of contact torques (in-pass, scatter, gather, outputs)
+    goes through here: the same bits."""
+    cdef v3 w = vcross(vld(row + S_T), vld(row + S_FORCE))
     cdef v3 M = vld(row + S_MOMENT)
-    cdef double arm = r if flags & NO_RATCH else r + 0.5 * row[S_U]
-    if side == 1:
-        return vsub(vcross(vscale(vld(row + S_T), arm), vneg(F)), M)
-    return vadd(vcross(vscale(vld(row + S_T), -arm), F), M)
+    cdef double h = 0.0 if flags & NO_RATCH else 0.5 * row[S_U]
+    t1[0] = vsub(vscale(w, -(r1 + h)), M)
+    t2[0] = vadd(vscale(w, -(r2 + h)), M)

@@ -7,7 +7,7 @@ Data layout. A batch is a set of candidate pairs from the Verlet list, sorted by
 (owned or ghost). Per pair, the arrays hold the L6Geom state -- active flag, T
 (rows, 9 doubles), u, phi, shifted origins u0, phi0 -- and the outputs: force and
 law moment on particle 2 (global); the torques on both bodies follow from them
-(contact_row.pxd row_torque).
+(contact_row.pxd row_torques).
 
 Determinism. Pair k is computed from particle 1's position and x2 - x1 +
 (image2 - image1) * L, the same numbers on every rank and thread count; the
@@ -74,19 +74,27 @@ cdef inline double sphere_pair(int a, int b, const double* pos, const int* image
     return -un / (ra if ra < rb else rb)
 
 
-cdef inline void add_row(double* f, double* t, const double* row, int side, double r,
-                         int flags) noexcept nogil:
-    """f += force, t += torque on body `side` (1 or 2, radius r) of a contact row: the
-    additions of `scatter`, `gather` and the kernels' in-pass sums (the same operations,
-    hence the same bits)."""
-    cdef double sign = 1.0 if side == 2 else -1.0
-    cdef v3 tq = row_torque(row, side, r, flags)
+cdef inline void add_ft(double* f, double* t, const double* row, double sign,
+                        v3 tq) noexcept nogil:
+    """f += sign * force of a contact row, t += tq: the additions of `scatter`, `gather`
+    and the kernels' in-pass sums (the same operations, hence the same bits)."""
     f[0] = f[0] + sign * row[S_FORCE]
     f[1] = f[1] + sign * row[S_FORCE + 1]
     f[2] = f[2] + sign * row[S_FORCE + 2]
     t[0] = t[0] + tq.x
     t[1] = t[1] + tq.y
     t[2] = t[2] + tq.z
+
+
+cdef inline void add_row(double* f, double* t, const double* row, int side, double r,
+                         int flags) noexcept nogil:
+    """add_ft for body `side` (1 or 2, radius r) of a contact row."""
+    cdef v3 t1, t2
+    row_torques(row, r, r, flags, &t1, &t2)
+    if side == 1:
+        add_ft(f, t, row, -1.0, t1)
+    else:
+        add_ft(f, t, row, 1.0, t2)
 
 
 cdef int _sums_args(int nt, object f_out, object t_out, object o1, object o2,
@@ -128,6 +136,7 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
     cdef int sums = _sums_args(nt, f_out, t_out, owner1, owner2, m, n)
     cdef double ratio
     cdef double* row
+    cdef v3 t1, t2
     cdef double[:, ::1] worst = _worst_init(nt)
     if sums:
         f_out[:, :] = 0.0
@@ -165,12 +174,13 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
             worst[tid, 0] = ratio
             worst[tid, 1] = k
         if sums:
+            row_torques(row, prad[pi1[k]], prad[pi2[k]], flags, &t1, &t2)
             p = po1[k]
             if p >= 0:
-                add_row(pf + 3 * p, pt + 3 * p, row, 1, prad[p], flags)
+                add_ft(pf + 3 * p, pt + 3 * p, row, -1.0, t1)
             p = po2[k]
             if p >= 0:
-                add_row(pf + 3 * p, pt + 3 * p, row, 2, prad[p], flags)
+                add_ft(pf + 3 * p, pt + 3 * p, row, 1.0, t2)
     return _worst(worst)
 
 
@@ -330,14 +340,16 @@ def add_wall_forces(const int[::1] owner, const signed char[::1] active,
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-def row_torques(const double[:, ::1] state, const double[::1] radius, int side, int flags):
+def contact_torques(const double[:, ::1] state, const double[::1] radius, int side, int flags):
     """Torques on body `side` (1 or 2) of contact rows, given that body's radii (0 for a
-    wall), as the force sums compute them (pyx/contact_row.pxd row_torque)."""
+    wall), as the force sums compute them (pyx/contact_row.pxd row_torques)."""
     cdef Py_ssize_t k
     out_arr = np.empty((state.shape[0], 3))
     cdef double[:, ::1] out = out_arr
+    cdef v3 t1, t2
     for k in range(state.shape[0]):
-        vst(&out[k, 0], row_torque(&state[k, 0], side, radius[k], flags))
+        row_torques(&state[k, 0], radius[k], radius[k], flags, &t1, &t2)
+        vst(&out[k, 0], t1 if side == 1 else t2)
     return out_arr
 
 

@@ -86,11 +86,12 @@ cdef inline void l6_mid_transform(m33 Tp, m33 Tc, v3 v1, v3 v2, v3* m1,
     rotations beyond 90 degrees (never a time step in practice) take the quaternion route."""
     cdef double tr = vdot(Tc.r0, Tp.r0) + vdot(Tc.r1, Tp.r1) + vdot(Tc.r2, Tp.r2)
     cdef double e = 0.25 * (3.0 - tr)
-    cdef double a01, a02, a12, rw, be, ga
+    cdef double a01, a02, a12, rw, be, ga, e2
     cdef m33 Tm
     if fabs(e) < 1e-4:
-        be = 0.25 + e * (1.0 / 16.0 + e * (1.0 / 32.0 + e * (5.0 / 256.0)))
-        ga = 0.125 + e * (3.0 / 32.0 + e * (5.0 / 64.0 + e * (35.0 / 512.0)))
+        e2 = e * e        # Estrin's scheme: a shorter dependency chain than Horner's
+        be = (0.25 + e * (1.0 / 16.0)) + e2 * (1.0 / 32.0 + e * (5.0 / 256.0))
+        ga = (0.125 + e * (3.0 / 32.0)) + e2 * (5.0 / 64.0 + e * (35.0 / 512.0))
     elif tr > 1.0:
         rw = 0.5 * sqrt(1.0 + tr)
         be = 0.5 / (1.0 + rw)

@@ -5,7 +5,7 @@ batches are sorted by key, wall batches by owning particle for the force gather)
 pyx/contacts.pyx (S_* offsets): the L6Geom state (T by rows, u, phi, shifted
 origins u0, phi0 -- the laws keep their plastic history in u0/phi0) and the kernel
 outputs (force and law moment on particle 2; the torques are derived from them by
-contacts.row_torques); `active` flags formed contacts.
+contacts.contact_torques); `active` flags formed contacts.
 One array per batch: carrying state over a rebuild, or migrating it with a
 particle, is a single row copy. Nothing per contact is a Python object.
 """
