@@ -410,42 +410,54 @@ class Simulation:
 
     def _compute_forces(self):
         """Contact forces and their per-particle sums; returns a message when an overlap
-        exceeds max_overlap (raised collectively by step)."""
+        exceeds max_overlap (raised collectively by step). With one thread the pair and
+        plane kernels add each contact to its particles as they go (in-pass sums: the
+        additions of `scatter`, in its order, while the row is in cache)."""
         st, nmat = self.store, max(1, len(self.materials.materials))
         table = self.materials.table()
+        inpass = self.threads == 1
+        f, t = st.force[:st.n_own], st.torque[:st.n_own]
         worst = ck.sphere_sphere(self.pairs.i1, self.pairs.i2, st.pos, st.image, self._box_len,
                                  st.vel, st.angvel, st.radius, st.mass, st.material, table, nmat,
                                  self.dt, self.flags, self.pairs.active, self.pairs.state,
-                                 self.threads)
+                                 self.threads, *((self._owner1, self._owner2, f, t) if inpass
+                                                 else ()))
         problem = self._overlap_message(worst, self.pairs, particle_pair=True)
         pl = self.planes
         worst = ck.sphere_plane(self.walls.i1, self.walls.i2, st.pos, st.vel, st.angvel, st.radius,
                                 st.mass, st.material, pl.point, pl.normal, pl.vel, pl.material,
                                 table, nmat, self.dt, self.flags, self.walls.active,
-                                self.walls.state, self.threads)
+                                self.walls.state, self.threads,
+                                *((self.walls.i1, f, t) if inpass else ()))
         problem = problem or self._overlap_message(worst, self.walls, particle_pair=False)
         problem = problem or self._facet_contacts(table, nmat)
-        self._sum_contact_forces()
+        self._sum_contact_forces(pairs_and_planes=not inpass)
         return problem
 
-    def _sum_contact_forces(self):
+    def _sum_contact_forces(self, pairs_and_planes=True):
         """Force and torque of every owned particle: the sum of its contact rows, in
-        a fixed order (the same bits on any rank and thread count)."""
-        st = self.store
-        if self.threads == 1:
+        a fixed order (the same bits on any rank and thread count). pairs_and_planes=False:
+        those are summed already (in-pass), add the facet contacts only."""
+        st, flags = self.store, self._lever_flags()
+        if pairs_and_planes and self.threads == 1:
             ck.scatter(self._owner1, self._owner2, self.pairs.active, self.pairs.state,
-                       self.walls.i1, self.walls.active, self.walls.state,
+                       self.walls.i1, self.walls.active, self.walls.state, st.radius, flags,
                        st.force[:st.n_own], st.torque[:st.n_own])
-        else:
+        elif pairs_and_planes:
             if self._pair_start is None:
                 self._pair_start, self._pair_entry = ck.build_gather_lists(
                     self._owner1, self._owner2, st.n_own)
             ck.gather(self._pair_start, self._pair_entry, self.pairs.active, self.pairs.state,
-                      self._wall_start, self.walls.active, self.walls.state,
+                      self._wall_start, self.walls.active, self.walls.state, st.radius, flags,
                       st.force[:st.n_own], st.torque[:st.n_own], self.threads)
         fr = self.facet_rows
-        ck.add_wall_forces(fr.i1, fr.active, fr.state, st.force[:st.n_own],
+        ck.add_wall_forces(fr.i1, fr.active, fr.state, st.radius, flags, st.force[:st.n_own],
                            st.torque[:st.n_own])
+
+    def _lever_flags(self):
+        """L6Geom flags for the torques of the contact rows (contacts.contact_torques): the
+        NSCD scheme's rows use the branch vectors -+r n (NO_RATCH)."""
+        return self.flags | (NO_RATCH if self.scheme is not None else 0)
 
     def _facet_contacts(self, table, nmat):
         """Ball-facet contacts of the step (pyx/facets.pyx ball_facet); returns a
@@ -814,7 +826,10 @@ class Simulation:
                 id1, id2 = MESH_ID1 - mw.facet_wall[batch.i2[a]].astype(np.int64), st.id[p]
             out["id1"].append(id1); out["id2"].append(id2)
             out["normal"].append(normal); out["overlap"].append(-un)
-            out["force"].append(batch.force[a]); out["torque"].append(batch.torque2[a])
+            body2 = batch.i2[a] if kind == "pair" else p
+            out["force"].append(batch.force[a])
+            out["torque"].append(ck.contact_torques(batch.state[a], st.radius[body2], 2,
+                                                self._lever_flags()))
             for k in ("u", "phi", "u0", "phi0"):
                 out[k].append(getattr(batch, k)[a])
         out = {k: np.concatenate(v) for k, v in out.items()}
@@ -844,7 +859,8 @@ class Simulation:
         f = fr.force[a]
         arm = st.pos[fr.i1[a]] - mw.reference_points()[wall]
         rows = self._allgather({"key": fr.key[a], "wall": wall, "force": -f,
-                                "moment": -(np.cross(arm, f) + fr.torque2[a])})
+                                "moment": -(np.cross(arm, f) + ck.contact_torques(
+                                    fr.state[a], st.radius[fr.i1[a]], 2, self._lever_flags()))})
         order = np.argsort(rows["key"], kind="stable")
         out = {"force": np.zeros((len(mw), 3)), "moment": np.zeros((len(mw), 3))}
         for w in range(len(mw)):

@@ -2,11 +2,13 @@
 # contact of any shape pair -- L6Geom (seed 000) then the pair's law (laws.pxd) --
 # shared by the sphere-sphere/sphere-plane kernels (contacts.pyx) and the ball-facet
 # kernel (facets.pyx).
-from vecmath cimport v3, m33, vld, vst, mld, mst, vadd, vsub, vneg, vcross, mtdot
-from l6geom cimport l6_form, l6_update, l6_branches
+from vecmath cimport v3, m33, V, vld, vst, mld, mst, vadd, vsub, vneg, vscale, vcross, mtdot
+from l6geom cimport l6_form, l6_update, NO_RATCH
 from laws cimport law_eval, P_ROLL_K, P_TWIST_K
 
-# One row of 30 doubles per contact: L6Geom state then kernel outputs.
+# One row of 27 doubles per contact: L6Geom state then kernel outputs. The torques on
+# the two bodies are not stored: row_torques derives them from the normal, u_n, force and
+# moment (the kernels are limited by memory traffic; 3 fewer doubles per row).
 cdef enum:
     S_T = 0           # local axes by rows (9)
     S_U = 9           # u (3), u_x < 0 in overlap
@@ -14,9 +16,8 @@ cdef enum:
     S_U0 = 15         # shifted origin of u (3): plastic slip
     S_PHI0 = 18       # shifted origin of phi (3)
     S_FORCE = 21      # force on particle 2, global (3)
-    S_TORQUE1 = 24    # torque on particle 1 (3)
-    S_TORQUE2 = 27    # torque on particle 2 (3)
-    S_NCOLS = 30
+    S_MOMENT = 24     # moment of the law on particle 2, global (3): rolling / twisting
+    S_NCOLS = 27
 
 
 cdef inline void contact_update(v3 c, v3 n, double un, v3 x2, v3 v1, v3 v2, v3 w1, v3 w2,
@@ -24,10 +25,10 @@ cdef inline void contact_update(v3 c, v3 n, double un, v3 x2, v3 v1, v3 v2, v3 w
                                 double dt, int flags, signed char* active,
                                 double* row) noexcept nogil:
     """One contact of any shape pair, given its directly computed c, n, u_n (seed 000):
-    L6Geom formation or update, the pair's law, then force on 2 and torques on 1 and 2
-    in global coordinates. State is read and written through row pointers."""
+    L6Geom formation or update, the pair's law, then the force and moment on 2 in global
+    coordinates. State is read and written through row pointers."""
     cdef m33 T
-    cdef v3 u, phi, u0, phi0, udot, phidot, f_loc, m_loc, b1, b2, F, M
+    cdef v3 u, phi, u0, phi0, udot, phidot, f_loc, m_loc
     u = vld(row + S_U); phi = vld(row + S_PHI); u0 = vld(row + S_U0); phi0 = vld(row + S_PHI0)
     if active[0] == 0:
         active[0] = 1
@@ -36,15 +37,25 @@ cdef inline void contact_update(v3 c, v3 n, double un, v3 x2, v3 v1, v3 v2, v3 w
         T = mld(row + S_T)
         l6_update(c, n, un, x2, v1, v2, w1, w2, r1, r2, dt, flags, &T, &u, &phi, &udot, &phidot)
     law_eval(P, meff, reff, u, phi, &u0, &phi0, udot, phidot, &f_loc, &m_loc)
-    l6_branches(c, n, x2, r1, r2, flags, &b1, &b2)
-    F = mtdot(T, f_loc)
-    vst(row + S_FORCE, F)
+    vst(row + S_FORCE, mtdot(T, f_loc))
     if P[P_ROLL_K] > 0.0 or P[P_TWIST_K] > 0.0:
-        M = mtdot(T, m_loc)
-        vst(row + S_TORQUE2, vadd(vcross(b2, F), M))
-        vst(row + S_TORQUE1, vsub(vcross(b1, vneg(F)), M))
-    else:       # no rolling or twisting law: law_eval's moment is zero, skip it
-        vst(row + S_TORQUE2, vcross(b2, F))
-        vst(row + S_TORQUE1, vcross(b1, vneg(F)))
+        vst(row + S_MOMENT, mtdot(T, m_loc))
+    else:       # no rolling or twisting law: law_eval's moment is zero
+        vst(row + S_MOMENT, V(0.0, 0.0, 0.0))
     mst(row + S_T, T)
     vst(row + S_U, u); vst(row + S_PHI, phi); vst(row + S_U0, u0); vst(row + S_PHI0, phi0)
+
+
+cdef inline void row_torques(const double* row, double r1, double r2, int flags, v3* t1,
+                             v3* t2) noexcept nogil:
+    """Torques on bodies 1 and 2 (radii r1, r2; 0 for a wall) of a contact row:
+    b1 x (-F) - M and b2 x F + M. The contact point c lies on the line of centres, so
+    the branch vectors (seed 000, l6geom.l6_branches) are b1 = (r1 + u_n/2) n and
+    b2 = -(r2 + u_n/2) n, or +-r n with NO_RATCH (n = row 0 of T): both torques are
+    -arm (n x F) -+ M. Every sum of contact torques (in-pass, scatter, gather, outputs)
+    goes through here: the same bits."""
+    cdef v3 w = vcross(vld(row + S_T), vld(row + S_FORCE))
+    cdef v3 M = vld(row + S_MOMENT)
+    cdef double h = 0.0 if flags & NO_RATCH else 0.5 * row[S_U]
+    t1[0] = vsub(vscale(w, -(r1 + h)), M)
+    t2[0] = vadd(vscale(w, -(r2 + h)), M)

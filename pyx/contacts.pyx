@@ -5,8 +5,9 @@ followed by the pair's contact law (laws.pxd), and the per-particle force gather
 Data layout. A batch is a set of candidate pairs from the Verlet list, sorted by
 (id1, id2) with id1 < id2; pair k refers to local particle indices i1[k], i2[k]
 (owned or ghost). Per pair, the arrays hold the L6Geom state -- active flag, T
-(rows, 9 doubles), u, phi, shifted origins u0, phi0 -- and the outputs: force on
-particle 2 (global), torques on 1 and 2, contact point relative to particle 1.
+(rows, 9 doubles), u, phi, shifted origins u0, phi0 -- and the outputs: force and
+law moment on particle 2 (global); the torques on both bodies follow from them
+(contact_row.pxd row_torques).
 
 Determinism. Pair k is computed from particle 1's position and x2 - x1 +
 (image2 - image1) * L, the same numbers on every rank and thread count; the
@@ -29,7 +30,7 @@ import numpy as np
 def state_columns():
     """Column offsets of the contact state row (used by pdem.contact.store)."""
     return dict(T=(S_T, 9), u=(S_U, 3), phi=(S_PHI, 3), u0=(S_U0, 3), phi0=(S_PHI0, 3),
-                force=(S_FORCE, 3), torque1=(S_TORQUE1, 3), torque2=(S_TORQUE2, 3),
+                force=(S_FORCE, 3), moment=(S_MOMENT, 3),
                 ncols=S_NCOLS)
 
 
@@ -41,6 +42,77 @@ def openmp_max_threads():
     return pdem_omp_max_threads()
 
 
+cdef inline double sphere_pair(int a, int b, const double* pos, const int* image,
+                               const double* box_len, const double* vel, const double* angvel,
+                               const double* radius, const double* mass, const int* material,
+                               const double* pair_table, int n_materials, double dt, int flags,
+                               signed char* active, double* row) noexcept nogil:
+    """Sphere-sphere pair (particle indices a < b in id order): contact update when the
+    spheres overlap (active = 1), else active = 0 and the row is not touched. Returns the
+    overlap / smaller radius (meaningful when active). Raw pointers: the memoryview
+    indexing of the particle arrays costs ~30 instructions per pair more."""
+    cdef v3 x2, n
+    cdef double dist2, rs, dist, un, ra, rb
+    x2 = V(pos[3 * b] - pos[3 * a] + (image[3 * b] - image[3 * a]) * box_len[0],
+           pos[3 * b + 1] - pos[3 * a + 1] + (image[3 * b + 1] - image[3 * a + 1]) * box_len[1],
+           pos[3 * b + 2] - pos[3 * a + 2] + (image[3 * b + 2] - image[3 * a + 2]) * box_len[2])
+    dist2 = vdot(x2, x2)
+    ra = radius[a]
+    rb = radius[b]
+    rs = ra + rb
+    if dist2 >= rs * rs:
+        active[0] = 0
+        return 0.0
+    dist = sqrt(dist2)
+    n = vscale(x2, 1.0 / dist)
+    un = dist - rs
+    contact_update(vscale(n, ra + 0.5 * un), n, un, x2, vld(vel + 3 * a), vld(vel + 3 * b),
+                   vld(angvel + 3 * a), vld(angvel + 3 * b), ra, rb,
+                   mass[a] * mass[b] / (mass[a] + mass[b]), ra * rb / rs,
+                   pair_table + (material[a] * n_materials + material[b]) * P_NCOLS, dt, flags,
+                   active, row)
+    return -un / (ra if ra < rb else rb)
+
+
+cdef inline void add_ft(double* f, double* t, const double* row, double sign,
+                        v3 tq) noexcept nogil:
+    """f += sign * force of a contact row, t += tq: the additions of `scatter`, `gather`
+    and the kernels' in-pass sums (the same operations, hence the same bits)."""
+    f[0] = f[0] + sign * row[S_FORCE]
+    f[1] = f[1] + sign * row[S_FORCE + 1]
+    f[2] = f[2] + sign * row[S_FORCE + 2]
+    t[0] = t[0] + tq.x
+    t[1] = t[1] + tq.y
+    t[2] = t[2] + tq.z
+
+
+cdef inline void add_row(double* f, double* t, const double* row, int side, double r,
+                         int flags) noexcept nogil:
+    """add_ft for body `side` (1 or 2, radius r) of a contact row."""
+    cdef v3 t1, t2
+    row_torques(row, r, r, flags, &t1, &t2)
+    if side == 1:
+        add_ft(f, t, row, -1.0, t1)
+    else:
+        add_ft(f, t, row, 1.0, t2)
+
+
+cdef int _sums_args(int nt, object f_out, object t_out, object o1, object o2,
+                    Py_ssize_t m, Py_ssize_t n_particles) except -1:
+    """Check the optional in-pass sum arguments; returns 1 when they are given."""
+    if f_out is None and t_out is None and o1 is None and o2 is None:
+        return 0
+    if f_out is None or t_out is None or o1 is None or o2 is None:
+        raise ValueError("in-pass sums need all of f_out, t_out and the owner arrays")
+    if nt != 1:
+        raise ValueError("in-pass sums are single-threaded (n_threads=1), got %d" % nt)
+    if len(o1) != m or len(o2) != m:
+        raise ValueError("owner arrays: %d and %d entries for %d contacts" % (len(o1), len(o2), m))
+    if f_out.shape[0] != t_out.shape[0] or f_out.shape[0] > n_particles:
+        raise ValueError("f_out and t_out must both be (n_own, 3)")
+    return 1
+
+
 @cython.boundscheck(False)
 @cython.wraparound(False)
 def sphere_sphere(const int[::1] i1, const int[::1] i2,
@@ -49,39 +121,66 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
                   const double[::1] radius, const double[::1] mass, const int[::1] material,
                   const double[:, ::1] pair_table, int n_materials,
                   double dt, int flags,
-                  signed char[::1] active, double[:, ::1] state, int n_threads):
-    """Update every candidate pair of the batch; returns (max overlap / smaller radius, pair)."""
-    cdef Py_ssize_t m = i1.shape[0], k
-    cdef int a, b, tid, nt = max(1, n_threads)
-    cdef v3 x2, n
-    cdef double dist2, rs, dist, un, ratio, ra, rb
+                  signed char[::1] active, double[:, ::1] state, int n_threads,
+                  const int[::1] owner1=None, const int[::1] owner2=None,
+                  double[:, ::1] f_out=None, double[:, ::1] t_out=None):
+    """Update every candidate pair of the batch; returns (max overlap / smaller radius, pair).
+
+    In-pass sums (n_threads = 1 only): with owner1, owner2, f_out, t_out as for `scatter`,
+    f_out and t_out are zeroed and each active pair is added to its owned particles right
+    after it is computed, while its row is in cache (a separate pass re-reads every row
+    from memory). These are the additions of `scatter` in the same order (same bits);
+    `sphere_plane` with its wall_owner, f_out, t_out then adds the wall contacts."""
+    cdef Py_ssize_t m = i1.shape[0], n = pos.shape[0], k
+    cdef int tid, p, nt = max(1, n_threads)
+    cdef int sums = _sums_args(nt, f_out, t_out, owner1, owner2, m, n)
+    cdef double ratio
+    cdef double* row
+    cdef v3 t1, t2
     cdef double[:, ::1] worst = _worst_init(nt)
+    if sums:
+        f_out[:, :] = 0.0
+        t_out[:, :] = 0.0
+    if m == 0:
+        return _worst(worst)
+    if (i2.shape[0] < m or active.shape[0] < m or state.shape[0] < m
+            or state.shape[1] != S_NCOLS or pair_table.shape[1] != P_NCOLS):
+        raise ValueError("pair arrays: %d pairs, state (%d, %d), pair table width %d"
+                         % (m, state.shape[0], state.shape[1], pair_table.shape[1]))
+    cdef const double* ppos = &pos[0, 0]
+    cdef const int* pimg = &image[0, 0]
+    cdef const double* pvel = &vel[0, 0]
+    cdef const double* pang = &angvel[0, 0]
+    cdef const double* prad = &radius[0]
+    cdef const double* pmass = &mass[0]
+    cdef const int* pmat = &material[0]
+    cdef const double* ptab = &pair_table[0, 0]
+    cdef const int* pi1 = &i1[0]
+    cdef const int* pi2 = &i2[0]
+    cdef const int* po1 = &owner1[0] if sums else NULL
+    cdef const int* po2 = &owner2[0] if sums else NULL
+    cdef double* pf = &f_out[0, 0] if sums and f_out.shape[0] else NULL
+    cdef double* pt = &t_out[0, 0] if sums and t_out.shape[0] else NULL
+    cdef signed char* pact = &active[0]
+    cdef double* pstate = &state[0, 0]
     for k in prange(m, nogil=True, schedule='static', num_threads=nt):
-        a = i1[k]
-        b = i2[k]
-        x2 = V(pos[b, 0] - pos[a, 0] + (image[b, 0] - image[a, 0]) * box_len[0],
-               pos[b, 1] - pos[a, 1] + (image[b, 1] - image[a, 1]) * box_len[1],
-               pos[b, 2] - pos[a, 2] + (image[b, 2] - image[a, 2]) * box_len[2])
-        dist2 = vdot(x2, x2)
-        ra = radius[a]
-        rb = radius[b]
-        rs = ra + rb
-        if dist2 >= rs * rs:
-            active[k] = 0
+        row = pstate + k * S_NCOLS
+        ratio = sphere_pair(pi1[k], pi2[k], ppos, pimg, &box_len[0], pvel, pang, prad, pmass,
+                            pmat, ptab, n_materials, dt, flags, pact + k, row)
+        if pact[k] == 0:
             continue
-        dist = sqrt(dist2)
-        n = vscale(x2, 1.0 / dist)
-        un = dist - rs
-        contact_update(vscale(n, ra + 0.5 * un), n, un, x2, vld(&vel[a, 0]), vld(&vel[b, 0]),
-                       vld(&angvel[a, 0]), vld(&angvel[b, 0]), ra, rb,
-                       mass[a] * mass[b] / (mass[a] + mass[b]), ra * rb / rs,
-                       &pair_table[material[a] * n_materials + material[b], 0], dt, flags,
-                       &active[k], &state[k, 0])
-        ratio = -un / (ra if ra < rb else rb)
         tid = threadid()
         if not (ratio <= worst[tid, 0]):
             worst[tid, 0] = ratio
             worst[tid, 1] = k
+        if sums:
+            row_torques(row, prad[pi1[k]], prad[pi2[k]], flags, &t1, &t2)
+            p = po1[k]
+            if p >= 0:
+                add_ft(pf + 3 * p, pt + 3 * p, row, -1.0, t1)
+            p = po2[k]
+            if p >= 0:
+                add_ft(pf + 3 * p, pt + 3 * p, row, 1.0, t2)
     return _worst(worst)
 
 
@@ -95,11 +194,18 @@ def sphere_plane(const int[::1] particle, const int[::1] plane,
                  const double[:, ::1] plane_vel, const int[::1] plane_material,
                  const double[:, ::1] pair_table, int n_materials,
                  double dt, int flags,
-                 signed char[::1] active, double[:, ::1] state, int n_threads):
+                 signed char[::1] active, double[:, ::1] state, int n_threads,
+                 const int[::1] wall_owner=None, double[:, ::1] f_out=None,
+                 double[:, ::1] t_out=None):
     """Plane = body 1 (equivalent sphere of radius 0 at the foot of the perpendicular,
-    infinite mass, no rotation), sphere = body 2; the plane pushes along its normal."""
+    infinite mass, no rotation), sphere = body 2; the plane pushes along its normal.
+
+    In-pass sums (n_threads = 1, after the in-pass `sphere_sphere`): with wall_owner,
+    f_out, t_out as for `scatter`, each active contact is added to its particle (f_out,
+    t_out are not zeroed) in contact order, as `scatter` does."""
     cdef Py_ssize_t m = particle.shape[0], k
     cdef int p, w, tid, nt = max(1, n_threads)
+    cdef int sums = _sums_args(nt, f_out, t_out, wall_owner, wall_owner, m, pos.shape[0])
     cdef v3 x2, n
     cdef double d, un, ratio, r
     cdef double[:, ::1] worst = _worst_init(nt)
@@ -123,6 +229,9 @@ def sphere_plane(const int[::1] particle, const int[::1] plane,
         if not (ratio <= worst[tid, 0]):
             worst[tid, 0] = ratio
             worst[tid, 1] = k
+        if sums:
+            p = wall_owner[k]
+            add_row(&f_out[p, 0], &t_out[p, 0], &state[k, 0], 2, r, flags)
     return _worst(worst)
 
 
@@ -147,44 +256,32 @@ cdef tuple _worst(double[:, ::1] worst):
 def gather(const long[::1] pair_start, const int[::1] pair_entry,
            const signed char[::1] active, const double[:, ::1] state,
            const long[::1] wall_start, const signed char[::1] wall_active,
-           const double[:, ::1] wall_state, double[:, ::1] f_out, double[:, ::1] t_out,
-           int n_threads):
+           const double[:, ::1] wall_state, const double[::1] radius, int flags,
+           double[:, ::1] f_out, double[:, ::1] t_out, int n_threads):
     """Sum contact forces and torques per owned particle in a fixed order.
 
     pair_entry[pair_start[p]:pair_start[p+1]] lists 2*k + side for the pairs of owned
     particle p in ascending partner id (side 1: p is particle 2); wall contacts of p
     follow in plane order. Same order on any rank or thread count -> same bits.
+    radius: of the local particles (owned first); flags: the L6Geom flags (branch vectors).
     """
     cdef Py_ssize_t n = f_out.shape[0], p, e, k
-    cdef double sign
-    cdef const double* row
-    cdef const double* t
-    cdef double fx, fy, fz, tx, ty, tz
+    cdef int side
+    cdef double r
+    if n:
+        f_out[:, :] = 0.0
+        t_out[:, :] = 0.0
     for p in prange(n, nogil=True, schedule='static', num_threads=max(1, n_threads)):
-        fx = 0.0; fy = 0.0; fz = 0.0; tx = 0.0; ty = 0.0; tz = 0.0
+        r = radius[p]
         for e in range(pair_start[p], pair_start[p + 1]):
             k = pair_entry[e] >> 1
             if active[k] == 0:
                 continue
-            row = &state[k, 0]
-            if pair_entry[e] & 1:
-                sign = 1.0
-                t = row + S_TORQUE2
-            else:
-                sign = -1.0
-                t = row + S_TORQUE1
-            fx = fx + sign * row[S_FORCE]
-            fy = fy + sign * row[S_FORCE + 1]
-            fz = fz + sign * row[S_FORCE + 2]
-            tx = tx + t[0]; ty = ty + t[1]; tz = tz + t[2]
+            side = 2 if pair_entry[e] & 1 else 1
+            add_row(&f_out[p, 0], &t_out[p, 0], &state[k, 0], side, r, flags)
         for k in range(wall_start[p], wall_start[p + 1]):
-            if wall_active[k] == 0:
-                continue
-            row = &wall_state[k, 0]
-            fx = fx + row[S_FORCE]; fy = fy + row[S_FORCE + 1]; fz = fz + row[S_FORCE + 2]
-            tx = tx + row[S_TORQUE2]; ty = ty + row[S_TORQUE2 + 1]; tz = tz + row[S_TORQUE2 + 2]
-        f_out[p, 0] = fx; f_out[p, 1] = fy; f_out[p, 2] = fz
-        t_out[p, 0] = tx; t_out[p, 1] = ty; t_out[p, 2] = tz
+            if wall_active[k] != 0:
+                add_row(&f_out[p, 0], &t_out[p, 0], &wall_state[k, 0], 2, r, flags)
 
 
 @cython.boundscheck(False)
@@ -192,60 +289,68 @@ def gather(const long[::1] pair_start, const int[::1] pair_entry,
 def scatter(const int[::1] owner1, const int[::1] owner2, const signed char[::1] active,
             const double[:, ::1] state, const int[::1] wall_owner,
             const signed char[::1] wall_active, const double[:, ::1] wall_state,
-            double[:, ::1] f_out, double[:, ::1] t_out):
+            const double[::1] radius, int flags, double[:, ::1] f_out, double[:, ::1] t_out):
     """Single-thread equivalent of `gather`: streams through the contacts in order and
     adds each to its owned particles. Pairs are sorted by (id1, id2), so every particle
     receives its contributions in ascending partner id, then its wall contacts in plane
     order: the same additions in the same order as `gather`, hence the same bits, with
     sequential instead of random reads of the contact rows."""
-    cdef Py_ssize_t m = active.shape[0], k, d
+    cdef Py_ssize_t m = active.shape[0], k
     cdef int p
     cdef const double* row
+    f_out[:, :] = 0.0
+    t_out[:, :] = 0.0
     with nogil:
-        for p in range(f_out.shape[0]):
-            for d in range(3):
-                f_out[p, d] = 0.0
-                t_out[p, d] = 0.0
         for k in range(m):
             if active[k] == 0:
                 continue
             row = &state[k, 0]
             p = owner1[k]
             if p >= 0:
-                for d in range(3):
-                    f_out[p, d] = f_out[p, d] + (-1.0) * row[S_FORCE + d]
-                    t_out[p, d] = t_out[p, d] + row[S_TORQUE1 + d]
+                add_row(&f_out[p, 0], &t_out[p, 0], row, 1, radius[p], flags)
             p = owner2[k]
             if p >= 0:
-                for d in range(3):
-                    f_out[p, d] = f_out[p, d] + 1.0 * row[S_FORCE + d]
-                    t_out[p, d] = t_out[p, d] + row[S_TORQUE2 + d]
-        _add_wall_rows(wall_owner, wall_active, wall_state, f_out, t_out)
+                add_row(&f_out[p, 0], &t_out[p, 0], row, 2, radius[p], flags)
+        _add_wall_rows(wall_owner, wall_active, wall_state, radius, flags, f_out, t_out)
 
 
 cdef void _add_wall_rows(const int[::1] owner, const signed char[::1] active,
-                         const double[:, ::1] state, double[:, ::1] f_out,
-                         double[:, ::1] t_out) noexcept nogil:
+                         const double[:, ::1] state, const double[::1] radius, int flags,
+                         double[:, ::1] f_out, double[:, ::1] t_out) noexcept nogil:
     """Add the active wall contact rows (particle = body 2) to their particles, in row
     order (rows are sorted by particle, then wall: a fixed order on any rank count)."""
-    cdef Py_ssize_t k, d
+    cdef Py_ssize_t k
     cdef int p
     for k in range(active.shape[0]):
         if active[k] == 0:
             continue
         p = owner[k]
-        for d in range(3):
-            f_out[p, d] = f_out[p, d] + state[k, S_FORCE + d]
-            t_out[p, d] = t_out[p, d] + state[k, S_TORQUE2 + d]
+        add_row(&f_out[p, 0], &t_out[p, 0], &state[k, 0], 2, radius[p], flags)
 
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
 def add_wall_forces(const int[::1] owner, const signed char[::1] active,
-                    const double[:, ::1] state, double[:, ::1] f_out, double[:, ::1] t_out):
+                    const double[:, ::1] state, const double[::1] radius, int flags,
+                    double[:, ::1] f_out, double[:, ::1] t_out):
     """Add a further batch of wall contacts (faceted walls) after scatter/gather."""
     with nogil:
-        _add_wall_rows(owner, active, state, f_out, t_out)
+        _add_wall_rows(owner, active, state, radius, flags, f_out, t_out)
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def contact_torques(const double[:, ::1] state, const double[::1] radius, int side, int flags):
+    """Torques on body `side` (1 or 2) of contact rows, given that body's radii (0 for a
+    wall), as the force sums compute them (pyx/contact_row.pxd row_torques)."""
+    cdef Py_ssize_t k
+    out_arr = np.empty((state.shape[0], 3))
+    cdef double[:, ::1] out = out_arr
+    cdef v3 t1, t2
+    for k in range(state.shape[0]):
+        row_torques(&state[k, 0], radius[k], radius[k], flags, &t1, &t2)
+        vst(&out[k, 0], t1 if side == 1 else t2)
+    return out_arr
 
 
 @cython.boundscheck(False)

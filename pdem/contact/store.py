@@ -4,7 +4,8 @@ One row per candidate pair of the Verlet list, keyed by an int64 `key` (unique; 
 batches are sorted by key, wall batches by owning particle for the force gather). `state` holds, per contact, one row of doubles laid out by
 pyx/contacts.pyx (S_* offsets): the L6Geom state (T by rows, u, phi, shifted
 origins u0, phi0 -- the laws keep their plastic history in u0/phi0) and the kernel
-outputs (force on particle 2, torques on 1 and 2); `active` flags formed contacts.
+outputs (force and law moment on particle 2; the torques are derived from them by
+contacts.contact_torques); `active` flags formed contacts.
 One array per batch: carrying state over a rebuild, or migrating it with a
 particle, is a single row copy. Nothing per contact is a Python object.
 """
@@ -26,7 +27,7 @@ class ContactBatch:
         self.state = np.zeros((n, NCOLS))
 
     def __getattr__(self, name):
-        """Named views of the state columns: T, u, phi, u0, phi0, force, torque1, torque2."""
+        """Named views of the state columns: T, u, phi, u0, phi0, force, moment."""
         if name in COLUMNS:
             start, width = COLUMNS[name]
             return self.__dict__["state"][:, start:start + width]

@@ -240,14 +240,12 @@ class NSCD:
     def _write_rows(self, sim, contacts, rows):
         """Contact rows for output and loads, in the explicit scheme's convention:
         force on body 2 (particle 2 of a pair, the particle of a wall contact) =
-        impulse / dt, torques on bodies 1 and 2, normal (local x axis: from particle 1
-        to 2, from the wall into the particle), u_x = gap; active: touching or carrying
-        an impulse."""
+        impulse / dt, normal (local x axis: from particle 1 to 2, from the wall into the
+        particle), u_x = gap, no moment (the torques b x F follow with the branch vectors
+        b = -+r n, Simulation._lever_flags); active: touching or carrying an impulse."""
         batch, row = rows
         n, ci, cj = contacts.normal, contacts.ci, contacts.cj
         force_i = (contacts.pn[:, None] * n + contacts.pt) / sim.dt     # on particle i
-        turn = np.cross(n, contacts.pt / sim.dt)
-        r = sim.store.radius
         live = (contacts.pn > 0.0) | (contacts.gap < 0.0)
         for b, rec in enumerate((sim.pairs, sim.walls, sim.facet_rows)):
             rec.active[:] = 0
@@ -255,15 +253,12 @@ class NSCD:
             k = row[sel]
             rec.state[k] = 0.0
             rec.u[k, 0] = contacts.gap[sel]
-            if b == 0:          # i is particle 1: torque b x F with b = -r n on each
+            if b == 0:          # i is particle 1
                 rec.T[k, :3] = -n[sel]
                 rec.force[k] = -force_i[sel]
-                rec.torque1[k] = -r[ci[sel], None] * turn[sel]
-                rec.torque2[k] = -r[cj[sel], None] * turn[sel]
             else:
                 rec.T[k, :3] = n[sel]
                 rec.force[k] = force_i[sel]
-                rec.torque2[k] = -r[ci[sel], None] * turn[sel]
             rec.active[k] = live[sel]
 
     def _overlap_message(self, sim, contacts):
