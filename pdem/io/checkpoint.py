@@ -4,7 +4,7 @@ One HDF5 file written collectively (h5py `mpio` driver) to `<path>.tmp` and rena
 to `<path>` by rank 0 only once every rank has closed it, so a crash or a full disk
 never destroys the previous good checkpoint.
 
-Layout (version 1): root attributes hold the scalars (step, time, dt, skin, flags,
+Layout (version 2): root attributes hold the scalars (step, time, dt, skin, flags,
 next id, options) and JSON of the domain, materials, pair overrides and time-stepping
 scheme (null: explicit; NSCD: its options);
 `planes/{point,normal,vel,material}`; `particles/<field>` for every field of
@@ -37,7 +37,7 @@ from ..errors import InputError
 from ..particles import FIELDS
 from .frames import collective_transfer, row_offsets, write_slab
 
-VERSION = 1
+VERSION = 2                         # 2: contact rows of 27 doubles (the law moment)
 CHUNK = 1 << 20                     # rows read at a time on restart
 OPTIONS = ("skin", "flags", "lost", "check_timestep", "max_overlap", "balance")
 
@@ -118,8 +118,11 @@ def _open(path, comm):
     except (OSError, ValueError) as exc:
         f, problem = None, "cannot read checkpoint %r: %s" % (path, exc)
     if f is not None:
-        if f.attrs.get("format") != "pdem checkpoint" or f.attrs.get("version") != VERSION:
-            problem = "%r is not a pdem checkpoint (version %d)" % (path, VERSION)
+        if f.attrs.get("format") != "pdem checkpoint":
+            problem = "%r is not a pdem checkpoint" % (path,)
+        elif f.attrs.get("version") != VERSION:
+            problem = ("%r is a pdem checkpoint of format version %s; this pdem reads version "
+                       "%d only" % (path, f.attrs.get("version"), VERSION))
         else:
             need = ["planes/" + k for k in ("point", "normal", "vel", "material")] + \
                 ["particles/" + k for k in list(FIELDS) + ["build_pos"]] + \

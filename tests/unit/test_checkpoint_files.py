@@ -46,6 +46,18 @@ def test_truncated_or_damaged_checkpoint_is_refused(tmp_path):
     assert open(path, "rb").read(8) == data[:8]        # refused, not overwritten
 
 
+def test_checkpoint_of_another_format_version_is_refused(tmp_path):
+    """Version 1 stored contact rows of 30 doubles; reading them as 27 would shift every
+    contact's state, so the version is checked first."""
+    path = str(tmp_path / "old.h5")
+    small_run(5).checkpoint(path)
+    with h5py.File(path, "a") as f:
+        f.attrs["version"] = 1
+    with pytest.raises(pdem.InputError, match="old.h5' is a pdem checkpoint of format "
+                                              "version 1; this pdem reads version 2 only"):
+        pdem.restart(path, comm=MPI.COMM_SELF)
+
+
 def test_failed_write_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
     path = str(tmp_path / "run.h5")
     sim = small_run(50)
