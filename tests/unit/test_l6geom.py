@@ -575,14 +575,9 @@ def _reference_update(Tp, u, phi, x2, v1, v2, w1, w2, r1, r2, dt, flags):
 ALL_FLAGS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 17, 20, 23, 31]
 
 
-@pytest.mark.parametrize("flags", ALL_FLAGS)
-def test_single_step_matches_reference_implementation(flags):
-    """One update from random prior states (random orthonormal frame with row 0 = n(t-dt),
-    random u, phi; random new normal, velocities and spins; small rotation per step)
-    equals the seed's formulas evaluated independently, to round-off. The symmetric
-    re-normalizations differ only at O(eps^2), eps ~ |o|^2 ~ 1e-8 here."""
-    rng = np.random.default_rng(1000 + flags)
-    m, r1, r2, dt = 40, 0.45, 0.35, 1e-4
+def _random_frames(rng, m):
+    """m active contacts with random normals n(t-dt) and orthonormal frames T(t-dt)
+    (row 0 = n): (n_prev, T_prev, Geom)."""
     n_prev = np.array([unit(a) for a in rng.normal(size=(m, 3))])
     T_prev = np.empty((m, 3, 3))
     for k in range(m):
@@ -591,6 +586,18 @@ def test_single_step_matches_reference_implementation(flags):
     g = Geom(m)
     g.active[:] = 1
     g.T[:] = T_prev.reshape(m, 9)
+    return n_prev, T_prev, g
+
+
+@pytest.mark.parametrize("flags", ALL_FLAGS)
+def test_single_step_matches_reference_implementation(flags):
+    """One update from random prior states (random orthonormal frame with row 0 = n(t-dt),
+    random u, phi; random new normal, velocities and spins; small rotation per step)
+    equals the seed's formulas evaluated independently, to round-off. The symmetric
+    re-normalizations differ only at O(eps^2), eps ~ |o|^2 ~ 1e-8 here."""
+    rng = np.random.default_rng(1000 + flags)
+    m, r1, r2, dt = 40, 0.45, 0.35, 1e-4
+    n_prev, T_prev, g = _random_frames(rng, m)
     g.u[:] = rng.normal(scale=1e-3, size=(m, 3))
     g.phi[:] = rng.normal(scale=1e-2, size=(m, 3))
     u_prev, phi_prev = g.u.copy(), g.phi.copy()
@@ -621,14 +628,7 @@ def test_large_frame_turns_match_reference_implementation(flags, turn):
     the general Slerp formula, to round-off."""
     rng = np.random.default_rng(7)
     m, r1, r2, dt = 40, 0.45, 0.35, 1e-4
-    n_prev = np.array([unit(a) for a in rng.normal(size=(m, 3))])
-    T_prev = np.empty((m, 3, 3))
-    for k in range(m):
-        y = unit(np.cross(n_prev[k], rng.normal(size=3)))
-        T_prev[k] = [n_prev[k], y, np.cross(n_prev[k], y)]
-    g = Geom(m)
-    g.active[:] = 1
-    g.T[:] = T_prev.reshape(m, 9)
+    n_prev, T_prev, g = _random_frames(rng, m)
     axes = np.array([unit(np.cross(n_prev[k], rng.normal(size=3))) for k in range(m)])
     x2 = np.array([rotmat(turn * axes[k]) @ n_prev[k] for k in range(m)]) * 0.78
     v1, v2, w1, w2 = rng.normal(size=(4, m, 3))
