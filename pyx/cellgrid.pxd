@@ -1,6 +1,6 @@
 # Header-only uniform cell grid helpers shared by the neighbor search (cells.pyx), the
 # facet candidates (facets.pyx) and the NSCD contact detection (nscd.pyx): the cell
-# coordinate of a point, clamped to the grid; the grid size (cells grown until there
+# coordinate of a point, clamped to the grid, and its cell's flat index; the grid size (cells grown until there
 # are at most about 2 per item, so a sparse cloud never allocates a huge grid); the
 # counting sort of items by cell (CSR:
 # the items of cell c are members[start[c]:start[c + 1]], in increasing item order);
@@ -15,6 +15,13 @@ cdef inline long cell_coord(double x, double origin, double inv_cell, long n) no
     if c >= n:
         return n - 1
     return c
+
+
+cdef inline long cell_index(double x, double y, double z, const double* lo, double inv_cell,
+                            const long* nc) noexcept nogil:
+    """Flat index (x-major) of the cell holding the point (x, y, z), clamped to the grid."""
+    return (cell_coord(x, lo[0], inv_cell, nc[0]) * nc[1]
+            + cell_coord(y, lo[1], inv_cell, nc[1])) * nc[2] + cell_coord(z, lo[2], inv_cell, nc[2])
 
 
 cdef inline double grid_size(const double* lo, const double* hi, double cell, long n,

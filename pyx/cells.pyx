@@ -11,7 +11,7 @@ deterministic.
 """
 cimport cython
 from cython.parallel cimport prange
-from cellgrid cimport cell_coord, cell_sort, grid_size, sort_run_by_id
+from cellgrid cimport cell_index, cell_sort, grid_size, sort_run_by_id
 import numpy as np
 
 
@@ -45,9 +45,7 @@ def build_pairs(const double[:, ::1] pos, const int[:, ::1] image, const double[
     cell_of_arr = np.empty(n, dtype=np.int64)
     cdef long[::1] cell_of = cell_of_arr
     for i in range(n):
-        cell_of[i] = (cell_coord(sp[i, 0], lo[0], inv_cell, nc[0]) * nc[1]
-                      + cell_coord(sp[i, 1], lo[1], inv_cell, nc[1])) * nc[2] \
-                     + cell_coord(sp[i, 2], lo[2], inv_cell, nc[2])
+        cell_of[i] = cell_index(sp[i, 0], sp[i, 1], sp[i, 2], lo, inv_cell, nc)
     # counting sort of particles by cell
     start_arr = np.zeros(ncell + 1, dtype=np.int64)
     cdef long[::1] start = start_arr

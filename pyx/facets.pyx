@@ -105,7 +105,7 @@ def closest_points(centres, facet_index, vertices, facets, int threads=1):
 # --------------------------------------------------------------------------------------
 from libc.math cimport INFINITY
 from libc.stdlib cimport malloc, realloc, free
-from cellgrid cimport cell_coord, cell_sort, grid_size
+from cellgrid cimport cell_index, cell_sort, grid_size
 from contact_row cimport S_NCOLS, contact_update
 from vecmath cimport V, vadd, vscale, vcross, vneg
 
@@ -488,9 +488,7 @@ def facet_candidates(const double[:, ::1] pos, const double[::1] radius, int n_o
     ncell = nc[0] * nc[1] * nc[2]
     cdef long[::1] cell_of = np.empty(n, np.int64)
     for i in range(n):
-        cell_of[i] = (cell_coord(pos[i, 0], lo[0], inv_h, nc[0]) * nc[1]
-                      + cell_coord(pos[i, 1], lo[1], inv_h, nc[1])) * nc[2] \
-                     + cell_coord(pos[i, 2], lo[2], inv_h, nc[2])
+        cell_of[i] = cell_index(pos[i, 0], pos[i, 1], pos[i, 2], lo, inv_h, nc)
     cdef long[::1] start = np.zeros(ncell + 1, np.int64)
     cdef int[::1] items = np.empty(n, np.int32)
     cell_sort(cell_of, start, items)

@@ -50,7 +50,7 @@ from cython.parallel cimport prange
 from libc.math cimport sqrt, fabs, floor, INFINITY
 from vecmath cimport v3, V, vadd, vsub, vscale, vdot, vcross, vnorm
 from omp cimport pdem_omp_available
-from cellgrid cimport cell_coord, cell_sort, grid_size, sort_run_by_id
+from cellgrid cimport cell_index, cell_sort, grid_size, sort_run_by_id
 import numpy as np
 
 
@@ -285,9 +285,8 @@ def detect(const double[:, ::1] x, const double[::1] r, const long[::1] ids,
     cell_of_arr = np.empty(n, dtype=np.int64)
     cdef long[::1] cell_of = cell_of_arr
     for i in range(n):
-        cell_of[i] = (cell_coord(x[i, 0], lo[0], inv_cell, nc[0]) * nc[1]
-                      + cell_coord(x[i, 1], lo[1], inv_cell, nc[1])) * nc[2] \
-                     + (cell_coord(x[i, 2], lo[2], inv_cell, nc[2]) if dim == 3 else 0)
+        cell_of[i] = cell_index(x[i, 0], x[i, 1], x[i, 2] if dim == 3 else lo[2], lo,
+                                inv_cell, nc)
     gstart_arr = np.zeros(ncell + 1, dtype=np.int64)
     cdef long[::1] gstart = gstart_arr
     gmem_arr = np.empty(n, dtype=np.int32)

@@ -30,18 +30,23 @@ def scene_2d(cls, n=160, seed=7, **kw):
     return p
 
 
-def scene_3d(cls, seed=3, **kw):
-    rng = np.random.default_rng(seed)
-    args = ((0.0, 0.0, 0.0), (0.2, 0.2, 0.2)) if cls is ParallelGrainProblem else ()
-    p = cls(*args, dim=3, threads=1, **kw)
-    p.add_planes([[0, 0, 0], [0, 0, 0], [0.2, 0.2, 0], [0, 0, 0], [0.2, 0.2, 0]],
-                 [[0, 0, 1], [1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0]])
+def _add_grains_3d(p, rng):
+    """147 spheres on a jittered lattice in the 0.2 m box, moving diagonally."""
     g = 0.015 + 0.025 * np.arange(7)
     x = np.array([[a, b, c] for a in g for b in g for c in g[:3]])
     x += rng.uniform(-1e-3, 1e-3, x.shape)
     p.add_grains(x, rng.uniform(0.009, 0.011, len(x)), density=1000.0,
                  v=rng.normal(0.0, 0.3, x.shape) + [1.0, 1.0, 0.0])
     return p
+
+
+def scene_3d(cls, seed=3, **kw):
+    rng = np.random.default_rng(seed)
+    args = ((0.0, 0.0, 0.0), (0.2, 0.2, 0.2)) if cls is ParallelGrainProblem else ()
+    p = cls(*args, dim=3, threads=1, **kw)
+    p.add_planes([[0, 0, 0], [0, 0, 0], [0.2, 0.2, 0], [0, 0, 0], [0.2, 0.2, 0]],
+                 [[0, 0, 1], [1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0]])
+    return _add_grains_3d(p, rng)
 
 
 def scene_3d_mesh(cls, seed=3, **kw):
@@ -52,12 +57,7 @@ def scene_3d_mesh(cls, seed=3, **kw):
     args = ((0.0, 0.0, 0.0), (0.2, 0.2, 0.2)) if cls is ParallelGrainProblem else ()
     p = cls(*args, dim=3, threads=1, **kw)
     p.add_mesh(box((0.0, 0.0, 0.0), (0.2, 0.2, 0.2), n=4, open_top=True))
-    g = 0.015 + 0.025 * np.arange(7)
-    x = np.array([[a, b, c] for a in g for b in g for c in g[:3]])
-    x += rng.uniform(-1e-3, 1e-3, x.shape)
-    p.add_grains(x, rng.uniform(0.009, 0.011, len(x)), density=1000.0,
-                 v=rng.normal(0.0, 0.3, x.shape) + [1.0, 1.0, 0.0])
-    return p
+    return _add_grains_3d(p, rng)
 
 
 def run(p, steps, solver, dt=1e-3, tol=1e-7, alert=0.004):

@@ -15,47 +15,43 @@ G = 9.81
 
 
 # ---------------------------------------------------------------- seed 003 in Python
-def seed_sweep_nlgs(p, dt):
-    """One NLGS sweep of seed 003 written out in Python (contact order of p.contacts)."""
-    c = p.contacts
-    v, m = p.v, p.m
+def _seed_correction(c, k, v, m, dt):
+    """Seed 003's correction of contact k from velocities v: (i, j, dv_n, W)."""
+    i, j, n, d = c["i"][k], c["j"][k], c["normal"][k], c["gap"][k]
+    if c["kind"][k] == 0:
+        vn = (v[i, 0] - v[j, 0]) * n[0] + (v[i, 1] - v[j, 1]) * n[1]
+        W = (m[i] + m[j]) / (m[i] * m[j])
+    else:
+        vn = v[i, 0] * n[0] + v[i, 1] * n[1]
+        W = 1.0 / m[i]
+    return i, j, max(0.0, -vn - max(0.0, d) / dt), W
+
+
+def _seed_sweep(p, dt, target, v_from):
+    """Every contact's correction from v_from, added to `target` (worst correction)."""
+    c, m = p.contacts, p.m
     worst = 0.0
     for k in range(len(c["kind"])):
-        i, j, n, d = c["i"][k], c["j"][k], c["normal"][k], c["gap"][k]
-        if c["kind"][k] == 0:
-            vn = (v[i, 0] - v[j, 0]) * n[0] + (v[i, 1] - v[j, 1]) * n[1]
-            W = (m[i] + m[j]) / (m[i] * m[j])
-        else:
-            vn = v[i, 0] * n[0] + v[i, 1] * n[1]
-            W = 1.0 / m[i]
-        dvn = max(0.0, -vn - max(0.0, d) / dt)
+        i, j, dvn, W = _seed_correction(c, k, v_from, m, dt)
+        n = c["normal"][k]
         worst = max(worst, dvn)
-        v[i] += dvn / (W * m[i]) * n
+        target[i] += dvn / (W * m[i]) * n
         if c["kind"][k] == 0:
-            v[j] -= dvn / (W * m[j]) * n
+            target[j] -= dvn / (W * m[j]) * n
     return worst
+
+
+def seed_sweep_nlgs(p, dt):
+    """One NLGS sweep of seed 003 written out in Python (contact order of p.contacts):
+    each correction applied at once."""
+    return _seed_sweep(p, dt, p.v, p.v)
 
 
 def seed_sweep_jacobi(p, dt):
     """One Jacobi sweep of seed 003: corrections from the start velocities, summed per
     grain in ascending contact order, applied at the end of the sweep."""
-    c = p.contacts
-    v0, m = p.v.copy(), p.m
     acc = np.zeros_like(p.v)
-    worst = 0.0
-    for k in range(len(c["kind"])):
-        i, j, n, d = c["i"][k], c["j"][k], c["normal"][k], c["gap"][k]
-        if c["kind"][k] == 0:
-            vn = (v0[i, 0] - v0[j, 0]) * n[0] + (v0[i, 1] - v0[j, 1]) * n[1]
-            W = (m[i] + m[j]) / (m[i] * m[j])
-        else:
-            vn = v0[i, 0] * n[0] + v0[i, 1] * n[1]
-            W = 1.0 / m[i]
-        dvn = max(0.0, -vn - max(0.0, d) / dt)
-        worst = max(worst, dvn)
-        acc[i] += dvn / (W * m[i]) * n
-        if c["kind"][k] == 0:
-            acc[j] -= dvn / (W * m[j]) * n
+    worst = _seed_sweep(p, dt, acc, p.v.copy())
     p.v += acc
     return worst
 
@@ -262,18 +258,23 @@ def test_detection_of_sparse_cloud_is_linear_sized():
 
 
 # ---------------------------------------------------------------- seed formulas, bitwise
+def _seed_solve(p, sweep, dt):
+    """The seed's loop on a copy of p: sweeps until the worst correction < 1e-9/dt (at
+    most 1000). Returns (the copy, each sweep's worst correction)."""
+    ref = copy.deepcopy(p)
+    its = []
+    while True:
+        its.append(sweep(ref, dt))
+        if its[-1] < 1e-9 / dt or len(its) == 1000:
+            return ref, its
+
+
 def test_nlgs_sweeps_are_seed_formulas_bitwise():
     p = random_scene(2, n=80, seed=4, gravity=(0, -G))
     dt = 0.02
     p.detect_contacts(0.05)
     assert len(p.contacts["kind"]) > 40 and set(p.contacts["kind"]) >= {0, 1, 2}
-    ref = copy.deepcopy(p)
-    its = []
-    while True:
-        worst = seed_sweep_nlgs(ref, dt)
-        its.append(worst)
-        if worst < 1e-9 / dt or len(its) == 1000:
-            break
+    ref, its = _seed_solve(p, seed_sweep_nlgs, dt)
     it = p.solve_contacts_nlgs(1e-9, dt)
     assert it == len(its) > 3
     np.testing.assert_array_equal(p.v, ref.v)
@@ -285,13 +286,7 @@ def test_jacobi_sweeps_are_seed_formulas_bitwise():
     p = random_scene(2, n=80, seed=5, gravity=(0, -G))
     dt = 0.02
     p.detect_contacts(0.05)
-    ref = copy.deepcopy(p)
-    its = []
-    while True:
-        worst = seed_sweep_jacobi(ref, dt)
-        its.append(worst)
-        if worst < 1e-9 / dt or len(its) == 1000:
-            break
+    ref, its = _seed_solve(p, seed_sweep_jacobi, dt)
     it = p.solve_contacts_jacobi(1e-9, dt)
     assert it == len(its) > 3
     np.testing.assert_array_equal(p.v, ref.v)
