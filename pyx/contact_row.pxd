@@ -20,22 +20,11 @@ cdef enum:
     S_NCOLS = 27
 
 
-cdef inline void contact_update(v3 c, v3 n, double un, v3 x2, v3 v1, v3 v2, v3 w1, v3 w2,
-                                double r1, double r2, double meff, double reff, const double* P,
-                                double dt, int flags, signed char* active,
-                                double* row) noexcept nogil:
-    """One contact of any shape pair, given its directly computed c, n, u_n (seed 000):
-    L6Geom formation or update, the pair's law, then the force and moment on 2 in global
-    coordinates. State is read and written through row pointers."""
-    cdef m33 T
-    cdef v3 u, phi, u0, phi0, udot, phidot, f_loc, m_loc
-    u = vld(row + S_U); phi = vld(row + S_PHI); u0 = vld(row + S_U0); phi0 = vld(row + S_PHI0)
-    if active[0] == 0:
-        active[0] = 1
-        l6_form(n, un, &T, &u, &phi, &u0, &phi0, &udot, &phidot)
-    else:
-        T = mld(row + S_T)
-        l6_update(c, n, un, x2, v1, v2, w1, w2, r1, r2, dt, flags, &T, &u, &phi, &udot, &phidot)
+cdef inline void contact_law(const double* P, double meff, double reff, m33 T, v3 u, v3 phi,
+                             v3 u0, v3 phi0, v3 udot, v3 phidot, double* row) noexcept nogil:
+    """The pair's law on the updated L6Geom state, then the row written: force and moment
+    on 2 in global coordinates, T, u, phi and the (possibly shifted) origins."""
+    cdef v3 f_loc, m_loc
     law_eval(P, meff, reff, u, phi, &u0, &phi0, udot, phidot, &f_loc, &m_loc)
     vst(row + S_FORCE, mtdot(T, f_loc))
     if P[P_ROLL_K] > 0.0 or P[P_TWIST_K] > 0.0:
@@ -44,6 +33,25 @@ cdef inline void contact_update(v3 c, v3 n, double un, v3 x2, v3 v1, v3 v2, v3 w
         vst(row + S_MOMENT, V(0.0, 0.0, 0.0))
     mst(row + S_T, T)
     vst(row + S_U, u); vst(row + S_PHI, phi); vst(row + S_U0, u0); vst(row + S_PHI0, phi0)
+
+
+cdef inline void contact_update(v3 c, v3 n, double un, v3 x2, v3 v1, v3 v2, v3 w1, v3 w2,
+                                double r1, double r2, double meff, double reff, const double* P,
+                                double dt, int flags, signed char* active,
+                                double* row) noexcept nogil:
+    """One contact of any shape pair, given its directly computed c, n, u_n (seed 000):
+    L6Geom formation or update, the pair's law, then the force and moment on 2 in global
+    coordinates. State is read and written through row pointers."""
+    cdef m33 T
+    cdef v3 u, phi, u0, phi0, udot, phidot
+    u = vld(row + S_U); phi = vld(row + S_PHI); u0 = vld(row + S_U0); phi0 = vld(row + S_PHI0)
+    if active[0] == 0:
+        active[0] = 1
+        l6_form(n, un, &T, &u, &phi, &u0, &phi0, &udot, &phidot)
+    else:
+        T = mld(row + S_T)
+        l6_update(c, n, un, x2, v1, v2, w1, w2, r1, r2, dt, flags, &T, &u, &phi, &udot, &phidot)
+    contact_law(P, meff, reff, T, u, phi, u0, phi0, udot, phidot, row)
 
 
 cdef inline void row_torques(const double* row, double r1, double r2, int flags, v3* t1,
