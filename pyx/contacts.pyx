@@ -43,13 +43,12 @@ def openmp_max_threads():
     return pdem_omp_max_threads()
 
 
-cdef inline void add_ft(double* f, double* t, const double* row, double sign,
-                        v3 tq) noexcept nogil:
-    """f += sign * force of a contact row, t += tq: the additions of `scatter`, `gather`
+cdef inline void add_ft(double* f, double* t, v3 F, double sign, v3 tq) noexcept nogil:
+    """f += sign * F (a contact force), t += tq: the additions of `scatter`, `gather`
     and the kernels' in-pass sums (the same operations, hence the same bits)."""
-    f[0] = f[0] + sign * row[S_FORCE]
-    f[1] = f[1] + sign * row[S_FORCE + 1]
-    f[2] = f[2] + sign * row[S_FORCE + 2]
+    f[0] = f[0] + sign * F.x
+    f[1] = f[1] + sign * F.y
+    f[2] = f[2] + sign * F.z
     t[0] = t[0] + tq.x
     t[1] = t[1] + tq.y
     t[2] = t[2] + tq.z
@@ -61,9 +60,9 @@ cdef inline void add_row(double* f, double* t, const double* row, int side, doub
     cdef v3 t1, t2
     row_torques(row, r, r, flags, &t1, &t2)
     if side == 1:
-        add_ft(f, t, row, -1.0, t1)
+        add_ft(f, t, vld(row + S_FORCE), -1.0, t1)
     else:
-        add_ft(f, t, row, 1.0, t2)
+        add_ft(f, t, vld(row + S_FORCE), 1.0, t2)
 
 
 cdef int _sums_args(int nt, object f_out, object t_out, object o1, object o2,
@@ -101,16 +100,30 @@ cdef enum:
     B_DIST2 = 24
     B_R1 = 25
     B_R2 = 26
-    B_NIN = 27
+    B_M1 = 27         # masses
+    B_M2 = 28
+    B_NIN = 29
     O_C = 0           # block outputs: contact point c (3), n (3), u_n, T(t) (9),
     O_N = 3           # udot (3), phidot (3), normal rate vn, ok = 0 when the mid-step
-    O_UN = 6          # Slerp needs the quaternion route
+    O_UN = 6          # Slerp needs the quaternion route, m*, R*, overlap / smaller radius
     O_T = 7
     O_UDOT = 16
     O_PHIDOT = 19
     O_VN = 22
     O_OK = 23
-    O_NOUT = 24
+    O_MEFF = 24
+    O_REFF = 25
+    O_RATIO = 26
+    O_NOUT = 27
+
+
+cdef extern from *:
+    void prefetch "__builtin_prefetch" (const void* address) noexcept nogil
+
+
+cdef enum:
+    PREFETCH_AHEAD = 16   # candidates: a contact row is fetched from memory while the
+                          # pairs before it are computed
 
 
 cdef struct Bodies:
@@ -197,6 +210,9 @@ cdef inline void block_loop(int nb, Block* blk, double dt, int flags) noexcept n
         cst(bout, O_UDOT, j, udot)
         cst(bout, O_PHIDOT, j, phidot)
         bout[O_VN][j] = vn
+        bout[O_MEFF][j] = bin[B_M1][j] * bin[B_M2][j] / (bin[B_M1][j] + bin[B_M2][j])
+        bout[O_REFF][j] = r1 * r2 / (r1 + r2)
+        bout[O_RATIO][j] = -un / (r1 if r1 < r2 else r2)
 
 
 cdef void block_geometry(int nb, Block* blk, double dt, int flags) noexcept nogil:
@@ -223,6 +239,7 @@ cdef void block_finish(int nb, Block* blk, const int* i1, const int* i2, const B
     cdef double* row
     cdef const double* P
     cdef v3 u, phi, udot, phidot, t1, t2
+    cdef Load L
     cdef double (*bin)[NB]
     cdef double (*bout)[NB]
     bin = blk.inp
@@ -236,11 +253,11 @@ cdef void block_finish(int nb, Block* blk, const int* i1, const int* i2, const B
         ra = bin[B_R1][j]
         rb = bin[B_R2][j]
         un = bout[O_UN][j]
-        meff = B.mass[a] * B.mass[b] / (B.mass[a] + B.mass[b])
-        reff = ra * rb / (ra + rb)
+        meff = bout[O_MEFF][j]
+        reff = bout[O_REFF][j]
         P = B.pair_table + (B.material[a] * B.n_materials + B.material[b]) * P_NCOLS
         if active[k] == 0 or bout[O_OK][j] == 0.0:
-            contact_update(cld(bout, O_C, j), cld(bout, O_N, j), un, cld(bin, B_X2, j),
+            L = contact_update(cld(bout, O_C, j), cld(bout, O_N, j), un, cld(bin, B_X2, j),
                            cld(bin, B_V1, j), cld(bin, B_V2, j), cld(bin, B_W1, j),
                            cld(bin, B_W2, j), ra, rb, meff, reff, P, dt, flags, active + k, row)
         else:
@@ -249,20 +266,20 @@ cdef void block_finish(int nb, Block* blk, const int* i1, const int* i2, const B
             udot = cld(bout, O_UDOT, j)
             phidot = cld(bout, O_PHIDOT, j)
             l6_advance(un, bout[O_VN][j], dt, &u, &phi, &udot, &phidot)
-            contact_law(P, meff, reff, cmld(bout, O_T, j), u, phi, vld(row + S_U0),
+            L = contact_law(P, meff, reff, cmld(bout, O_T, j), u, phi, vld(row + S_U0),
                         vld(row + S_PHI0), udot, phidot, row)
-        ratio = -un / (ra if ra < rb else rb)
+        ratio = bout[O_RATIO][j]
         if not (ratio <= worst[0]):
             worst[0] = ratio
             worst[1] = k
         if S.owner1 != NULL:
-            row_torques(row, ra, rb, flags, &t1, &t2)
+            lever_torques(cld(bout, O_N, j), L, un, ra, rb, flags, &t1, &t2)
             p = S.owner1[k]
             if p >= 0:
-                add_ft(S.f + 3 * p, S.t + 3 * p, row, -1.0, t1)
+                add_ft(S.f + 3 * p, S.t + 3 * p, L.force, -1.0, t1)
             p = S.owner2[k]
             if p >= 0:
-                add_ft(S.f + 3 * p, S.t + 3 * p, row, 1.0, t2)
+                add_ft(S.f + 3 * p, S.t + 3 * p, L.force, 1.0, t2)
 
 
 cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
@@ -281,6 +298,20 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
     cdef const double* row
     bin = blk.inp
     for k in range(k0, k1):
+        if k + PREFETCH_AHEAD < k1:
+            b = i2[k + PREFETCH_AHEAD]
+            prefetch(B.pos + 3 * b)
+            prefetch(B.image + 3 * b)
+            prefetch(B.vel + 3 * b)
+            prefetch(B.angvel + 3 * b)
+            if S.owner2 != NULL and S.owner2[k + PREFETCH_AHEAD] >= 0:
+                prefetch(S.f + 3 * S.owner2[k + PREFETCH_AHEAD])
+                prefetch(S.t + 3 * S.owner2[k + PREFETCH_AHEAD])
+            if active[k + PREFETCH_AHEAD]:
+                row = state + (k + PREFETCH_AHEAD) * S_NCOLS
+                for i in range(0, S_NCOLS, 8):
+                    prefetch(row + i)
+                prefetch(row + S_NCOLS - 1)
         a = i1[k]
         b = i2[k]
         x2 = V(B.pos[3 * b] - B.pos[3 * a] + (B.image[3 * b] - B.image[3 * a]) * B.box_len[0],
@@ -298,6 +329,8 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
         bin[B_DIST2][nb] = dist2
         bin[B_R1][nb] = B.radius[a]
         bin[B_R2][nb] = B.radius[b]
+        bin[B_M1][nb] = B.mass[a]
+        bin[B_M2][nb] = B.mass[b]
         cst(bin, B_V1, nb, vld(B.vel + 3 * a))
         cst(bin, B_V2, nb, vld(B.vel + 3 * b))
         cst(bin, B_W1, nb, vld(B.angvel + 3 * a))
