@@ -139,6 +139,7 @@ cdef struct Bodies:
     const int* material
     const double* pair_table
     int n_materials
+    bint periodic         # any periodic axis: positions need their images' shift
 
 
 cdef struct Sums:
@@ -290,7 +291,7 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
     do not touch get active = 0 and their rows are not touched."""
     cdef Block blk
     cdef double (*bin)[NB]
-    cdef Py_ssize_t k
+    cdef Py_ssize_t k, kp
     cdef int nb = 0, a, b, i
     cdef int full = NB if blocks else 1
     cdef double dist2, rs
@@ -299,26 +300,32 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
     bin = blk.inp
     for k in range(k0, k1):
         if k + PREFETCH_AHEAD < k1:
-            b = i2[k + PREFETCH_AHEAD]
+            # start the memory reads of a candidate further on: particle 2's data, its
+            # force sums, and its contact row when the pair was in contact last step
+            # (else this pair's row, already in cache: an address select, not an
+            # unpredictable branch). Not in a function of its own: GCC drops a call
+            # that only prefetches as free of side effects.
+            kp = k + PREFETCH_AHEAD
+            b = i2[kp]
             prefetch(B.pos + 3 * b)
-            prefetch(B.image + 3 * b)
             prefetch(B.vel + 3 * b)
             prefetch(B.angvel + 3 * b)
-            if S.owner2 != NULL and S.owner2[k + PREFETCH_AHEAD] >= 0:
-                prefetch(S.f + 3 * S.owner2[k + PREFETCH_AHEAD])
-                prefetch(S.t + 3 * S.owner2[k + PREFETCH_AHEAD])
-            if active[k + PREFETCH_AHEAD]:
-                row = state + (k + PREFETCH_AHEAD) * S_NCOLS
-                for i in range(0, S_NCOLS, 8):
-                    prefetch(row + i)
-                prefetch(row + S_NCOLS - 1)
+            if B.periodic:
+                prefetch(B.image + 3 * b)
+            if S.owner2 != NULL and S.owner2[kp] >= 0:
+                prefetch(S.f + 3 * S.owner2[kp])
+                prefetch(S.t + 3 * S.owner2[kp])
+            row = state + (kp if active[kp] else k) * S_NCOLS
+            for i in range(0, S_NCOLS, 8):
+                prefetch(row + i)
+            prefetch(row + S_NCOLS - 1)
         a = i1[k]
         b = i2[k]
-        x2 = V(B.pos[3 * b] - B.pos[3 * a] + (B.image[3 * b] - B.image[3 * a]) * B.box_len[0],
-               B.pos[3 * b + 1] - B.pos[3 * a + 1]
-               + (B.image[3 * b + 1] - B.image[3 * a + 1]) * B.box_len[1],
-               B.pos[3 * b + 2] - B.pos[3 * a + 2]
-               + (B.image[3 * b + 2] - B.image[3 * a + 2]) * B.box_len[2])
+        x2 = vsub(vld(B.pos + 3 * b), vld(B.pos + 3 * a))
+        if B.periodic:
+            x2 = V(x2.x + (B.image[3 * b] - B.image[3 * a]) * B.box_len[0],
+                   x2.y + (B.image[3 * b + 1] - B.image[3 * a + 1]) * B.box_len[1],
+                   x2.z + (B.image[3 * b + 2] - B.image[3 * a + 2]) * B.box_len[2])
         dist2 = vdot(x2, x2)
         rs = B.radius[a] + B.radius[b]
         if dist2 >= rs * rs:
@@ -356,7 +363,8 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
                   double dt, int flags,
                   signed char[::1] active, double[:, ::1] state, int n_threads,
                   const int[::1] owner1=None, const int[::1] owner2=None,
-                  double[:, ::1] f_out=None, double[:, ::1] t_out=None, bint blocks=True):
+                  double[:, ::1] f_out=None, double[:, ::1] t_out=None, bint periodic=True,
+                  bint blocks=True):
     """Update every candidate pair of the batch; returns (max overlap / smaller radius, pair).
 
     In-pass sums (n_threads = 1 only): with owner1, owner2, f_out, t_out as for `scatter`,
@@ -364,6 +372,7 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
     after it is computed, while its row is in cache (a separate pass re-reads every row
     from memory). These are the additions of `scatter` in the same order (same bits);
     `sphere_plane` with its wall_owner, f_out, t_out then adds the wall contacts.
+    periodic=False: no periodic axis (the images are all zero and are not read).
     blocks=False computes one pair at a time (the same bits; for tests)."""
     cdef Py_ssize_t m = i1.shape[0], n = pos.shape[0]
     cdef int t, nt = max(1, n_threads)
@@ -390,6 +399,7 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
     B.material = &material[0]
     B.pair_table = &pair_table[0, 0]
     B.n_materials = n_materials
+    B.periodic = periodic
     S.owner1 = &owner1[0] if sums else NULL
     S.owner2 = &owner2[0] if sums else NULL
     S.f = &f_out[0, 0] if sums and f_out.shape[0] else NULL
