@@ -270,7 +270,7 @@ cdef void block_finish(int nb, Block* blk, const int* i1, const int* i2, const B
             L = contact_law(P, meff, reff, cmld(bout, O_T, j), u, phi, vld(row + S_U0),
                         vld(row + S_PHI0), udot, phidot, row)
         ratio = bout[O_RATIO][j]
-        if not (ratio <= worst[0]):
+        if not (ratio <= worst[0]) and worst[0] == worst[0]:    # a NaN stays the worst
             worst[0] = ratio
             worst[1] = k
         if S.owner1 != NULL:
@@ -452,7 +452,7 @@ def sphere_plane(const int[::1] particle, const int[::1] plane,
                        flags, &active[k], &state[k, 0])
         ratio = -un / r
         tid = threadid()
-        if not (ratio <= worst[tid, 0]):
+        if not (ratio <= worst[tid, 0]) and worst[tid, 0] == worst[tid, 0]:
             worst[tid, 0] = ratio
             worst[tid, 1] = k
         if sums:
