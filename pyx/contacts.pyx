@@ -228,13 +228,13 @@ cdef void block_geometry(int nb, Block* blk, double dt, int flags) noexcept nogi
         block_loop(nb, blk, dt, flags)
 
 
-cdef void block_finish(int nb, Block* blk, const int* i1, const int* i2, const Bodies* B, double dt, int flags,
-                       signed char* active, double* state, double* worst,
+cdef void block_finish(int nb, Block* blk, const int* i1, const int* i2, const Bodies* B,
+                       double dt, int flags, signed char* active, double* state, double* worst,
                        const Sums* S) noexcept nogil:
     """The block's geometry, then per pair in pair order: the L6Geom increments and the
     law (the scalar route for pairs that form and for turns beyond 90 degrees), the row,
     the worst overlap and the in-pass sums."""
-    cdef int j, a, b, p
+    cdef int j, p
     cdef Py_ssize_t k
     cdef double ra, rb, un, meff, reff, ratio
     cdef double* row
@@ -243,24 +243,32 @@ cdef void block_finish(int nb, Block* blk, const int* i1, const int* i2, const B
     cdef Load L
     cdef double (*bin)[NB]
     cdef double (*bout)[NB]
+    # locals, not reloaded from *B, *S and worst after every store into a row
+    cdef const int* material = B.material
+    cdef const double* pair_table = B.pair_table
+    cdef int n_materials = B.n_materials
+    cdef const int* owner1 = S.owner1
+    cdef const int* owner2 = S.owner2
+    cdef double* fsum = S.f
+    cdef double* tsum = S.t
+    cdef double worst_ratio = worst[0], worst_k = worst[1]
     bin = blk.inp
     bout = blk.out
     block_geometry(nb, blk, dt, flags)
     for j in range(nb):
         k = blk.k[j]
-        a = i1[k]
-        b = i2[k]
         row = state + k * S_NCOLS
         ra = bin[B_R1][j]
         rb = bin[B_R2][j]
         un = bout[O_UN][j]
         meff = bout[O_MEFF][j]
         reff = bout[O_REFF][j]
-        P = B.pair_table + (B.material[a] * B.n_materials + B.material[b]) * P_NCOLS
+        P = pair_table + (material[i1[k]] * n_materials + material[i2[k]]) * P_NCOLS
         if active[k] == 0 or bout[O_OK][j] == 0.0:
             L = contact_update(cld(bout, O_C, j), cld(bout, O_N, j), un, cld(bin, B_X2, j),
-                           cld(bin, B_V1, j), cld(bin, B_V2, j), cld(bin, B_W1, j),
-                           cld(bin, B_W2, j), ra, rb, meff, reff, P, dt, flags, active + k, row)
+                               cld(bin, B_V1, j), cld(bin, B_V2, j), cld(bin, B_W1, j),
+                               cld(bin, B_W2, j), ra, rb, meff, reff, P, dt, flags, active + k,
+                               row)
         else:
             u = vld(row + S_U)
             phi = vld(row + S_PHI)
@@ -268,19 +276,21 @@ cdef void block_finish(int nb, Block* blk, const int* i1, const int* i2, const B
             phidot = cld(bout, O_PHIDOT, j)
             l6_advance(un, bout[O_VN][j], dt, &u, &phi, &udot, &phidot)
             L = contact_law(P, meff, reff, cmld(bout, O_T, j), u, phi, vld(row + S_U0),
-                        vld(row + S_PHI0), udot, phidot, row)
+                            vld(row + S_PHI0), udot, phidot, row)
         ratio = bout[O_RATIO][j]
-        if not (ratio <= worst[0]) and worst[0] == worst[0]:    # a NaN stays the worst
-            worst[0] = ratio
-            worst[1] = k
-        if S.owner1 != NULL:
+        if not (ratio <= worst_ratio) and worst_ratio == worst_ratio:   # a NaN stays
+            worst_ratio = ratio
+            worst_k = k
+        if owner1 != NULL:
             lever_torques(cld(bout, O_N, j), L, un, ra, rb, flags, &t1, &t2)
-            p = S.owner1[k]
+            p = owner1[k]
             if p >= 0:
-                add_ft(S.f + 3 * p, S.t + 3 * p, L.force, -1.0, t1)
-            p = S.owner2[k]
+                add_ft(fsum + 3 * p, tsum + 3 * p, L.force, -1.0, t1)
+            p = owner2[k]
             if p >= 0:
-                add_ft(S.f + 3 * p, S.t + 3 * p, L.force, 1.0, t2)
+                add_ft(fsum + 3 * p, tsum + 3 * p, L.force, 1.0, t2)
+    worst[0] = worst_ratio
+    worst[1] = worst_k
 
 
 cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
@@ -297,6 +307,19 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
     cdef double dist2, rs
     cdef v3 x2
     cdef const double* row
+    # the arrays in locals: the stores into the block would otherwise make the compiler
+    # reload them from *B and *S for every pair
+    cdef const double* pos = B.pos
+    cdef const double* vel = B.vel
+    cdef const double* angvel = B.angvel
+    cdef const double* radius = B.radius
+    cdef const double* mass = B.mass
+    cdef const int* image = B.image
+    cdef const int* owner2 = S.owner2
+    cdef double* fsum = S.f
+    cdef double* tsum = S.t
+    cdef double lx = B.box_len[0], ly = B.box_len[1], lz = B.box_len[2]
+    cdef bint periodic = B.periodic
     bin = blk.inp
     for k in range(k0, k1):
         if k + PREFETCH_AHEAD < k1:
@@ -307,41 +330,41 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
             # that only prefetches as free of side effects.
             kp = k + PREFETCH_AHEAD
             b = i2[kp]
-            prefetch(B.pos + 3 * b)
-            prefetch(B.vel + 3 * b)
-            prefetch(B.angvel + 3 * b)
-            if B.periodic:
-                prefetch(B.image + 3 * b)
-            if S.owner2 != NULL and S.owner2[kp] >= 0:
-                prefetch(S.f + 3 * S.owner2[kp])
-                prefetch(S.t + 3 * S.owner2[kp])
+            prefetch(pos + 3 * b)
+            prefetch(vel + 3 * b)
+            prefetch(angvel + 3 * b)
+            if periodic:
+                prefetch(image + 3 * b)
+            if owner2 != NULL and owner2[kp] >= 0:
+                prefetch(fsum + 3 * owner2[kp])
+                prefetch(tsum + 3 * owner2[kp])
             row = state + (kp if active[kp] else k) * S_NCOLS
             for i in range(0, S_NCOLS, 8):
                 prefetch(row + i)
             prefetch(row + S_NCOLS - 1)
         a = i1[k]
         b = i2[k]
-        x2 = vsub(vld(B.pos + 3 * b), vld(B.pos + 3 * a))
-        if B.periodic:
-            x2 = V(x2.x + (B.image[3 * b] - B.image[3 * a]) * B.box_len[0],
-                   x2.y + (B.image[3 * b + 1] - B.image[3 * a + 1]) * B.box_len[1],
-                   x2.z + (B.image[3 * b + 2] - B.image[3 * a + 2]) * B.box_len[2])
+        x2 = vsub(vld(pos + 3 * b), vld(pos + 3 * a))
+        if periodic:
+            x2 = V(x2.x + (image[3 * b] - image[3 * a]) * lx,
+                   x2.y + (image[3 * b + 1] - image[3 * a + 1]) * ly,
+                   x2.z + (image[3 * b + 2] - image[3 * a + 2]) * lz)
         dist2 = vdot(x2, x2)
-        rs = B.radius[a] + B.radius[b]
+        rs = radius[a] + radius[b]
         if dist2 >= rs * rs:
             active[k] = 0
             continue
         blk.k[nb] = k
         cst(bin, B_X2, nb, x2)
         bin[B_DIST2][nb] = dist2
-        bin[B_R1][nb] = B.radius[a]
-        bin[B_R2][nb] = B.radius[b]
-        bin[B_M1][nb] = B.mass[a]
-        bin[B_M2][nb] = B.mass[b]
-        cst(bin, B_V1, nb, vld(B.vel + 3 * a))
-        cst(bin, B_V2, nb, vld(B.vel + 3 * b))
-        cst(bin, B_W1, nb, vld(B.angvel + 3 * a))
-        cst(bin, B_W2, nb, vld(B.angvel + 3 * b))
+        bin[B_R1][nb] = radius[a]
+        bin[B_R2][nb] = radius[b]
+        bin[B_M1][nb] = mass[a]
+        bin[B_M2][nb] = mass[b]
+        cst(bin, B_V1, nb, vld(vel + 3 * a))
+        cst(bin, B_V2, nb, vld(vel + 3 * b))
+        cst(bin, B_W1, nb, vld(angvel + 3 * a))
+        cst(bin, B_W2, nb, vld(angvel + 3 * b))
         row = state + k * S_NCOLS + S_T
         for i in range(9):
             bin[B_T + i][nb] = row[i]
