@@ -19,7 +19,7 @@ from cython.parallel cimport prange, threadid
 from libc.math cimport sqrt, isfinite
 from vecmath cimport v3, m33, V, vld, vst, mld, mst, vadd, vsub, vscale, vneg, vdot, \
     vcross, mtdot
-from l6geom cimport l6_frame, l6_mid_rates, l6_advance
+from l6geom cimport l6_frame, l6_mid_rates, l6_advance, APPROX_MID_NORMAL, APPROX_MID_TRSF
 from contact_row cimport *
 from laws cimport law_eval, P_NCOLS, P_NORMAL, P_KN0, P_KN1, P_KT_RATIO, P_GAMMA_N, \
     P_ZETA, P_CT_RATIO, P_ESTAR, P_GSTAR, P_MU, P_ROLL_K, P_ROLL_MU, P_TWIST_K, P_TWIST_MU, \
@@ -217,13 +217,16 @@ cdef inline void block_loop(int nb, Block* blk, double dt, int flags) noexcept n
 
 
 cdef void block_geometry(int nb, Block* blk, double dt, int flags) noexcept nogil:
-    """block_loop with the flags as a compile-time constant for the default L6Geom and
-    for NO_RATCH, so that the flag tests fold away and the loop vectorizes (a loop with
-    branches does not); any other combination of flags runs the same loop unvectorized."""
+    """block_loop with the flags as a compile-time constant for the default L6Geom, for
+    NO_RATCH and for the approximate mid-step normal and transformation, so that the
+    flag tests fold away and the loop vectorizes (a loop with branches does not); any
+    other combination of flags runs the same loop unvectorized."""
     if flags == 0:
         block_loop(nb, blk, dt, 0)
     elif flags == NO_RATCH:
         block_loop(nb, blk, dt, NO_RATCH)
+    elif flags == APPROX_MID_NORMAL | APPROX_MID_TRSF:
+        block_loop(nb, blk, dt, APPROX_MID_NORMAL | APPROX_MID_TRSF)
     else:
         block_loop(nb, blk, dt, flags)
 
