@@ -13,6 +13,10 @@ Determinism. Pair k is computed from particle 1's position and x2 - x1 +
 (image2 - image1) * L, the same numbers on every rank and thread count; the
 gather sums each owned particle's contributions in the order of its CSR list
 (ascending partner id), never with atomics.
+
+Speed. The sphere-sphere kernel works in blocks of touching pairs whose geometry one
+vectorized loop computes (see "vector blocks" below), with the contact rows and the
+partners' data prefetched; sphere-plane contacts go one at a time.
 """
 cimport cython
 from cython.parallel cimport prange, threadid
