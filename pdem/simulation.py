@@ -421,7 +421,8 @@ class Simulation:
                                  st.vel, st.angvel, st.radius, st.mass, st.material, table, nmat,
                                  self.dt, self.flags, self.pairs.active, self.pairs.state,
                                  self.threads, *((self._owner1, self._owner2, f, t) if inpass
-                                                 else ()))
+                                                 else (None, None, None, None)),
+                                 periodic=any(self.domain.periodic))
         problem = self._overlap_message(worst, self.pairs, particle_pair=True)
         pl = self.planes
         worst = ck.sphere_plane(self.walls.i1, self.walls.i2, st.pos, st.vel, st.angvel, st.radius,

@@ -13,12 +13,17 @@ Determinism. Pair k is computed from particle 1's position and x2 - x1 +
 (image2 - image1) * L, the same numbers on every rank and thread count; the
 gather sums each owned particle's contributions in the order of its CSR list
 (ascending partner id), never with atomics.
+
+Speed. The sphere-sphere kernel works in blocks of touching pairs whose geometry one
+vectorized loop computes (see "vector blocks" below), with the contact rows and the
+partners' data prefetched; sphere-plane contacts go one at a time.
 """
 cimport cython
 from cython.parallel cimport prange, threadid
 from libc.math cimport sqrt, isfinite
 from vecmath cimport v3, m33, V, vld, vst, mld, mst, vadd, vsub, vscale, vneg, vdot, \
     vcross, mtdot
+from l6geom cimport l6_frame, l6_mid_rates, l6_advance, APPROX_MID_NORMAL, APPROX_MID_TRSF
 from contact_row cimport *
 from laws cimport law_eval, P_NCOLS, P_NORMAL, P_KN0, P_KN1, P_KT_RATIO, P_GAMMA_N, \
     P_ZETA, P_CT_RATIO, P_ESTAR, P_GSTAR, P_MU, P_ROLL_K, P_ROLL_MU, P_TWIST_K, P_TWIST_MU, \
@@ -42,45 +47,12 @@ def openmp_max_threads():
     return pdem_omp_max_threads()
 
 
-cdef inline double sphere_pair(int a, int b, const double* pos, const int* image,
-                               const double* box_len, const double* vel, const double* angvel,
-                               const double* radius, const double* mass, const int* material,
-                               const double* pair_table, int n_materials, double dt, int flags,
-                               signed char* active, double* row) noexcept nogil:
-    """Sphere-sphere pair (particle indices a < b in id order): contact update when the
-    spheres overlap (active = 1), else active = 0 and the row is not touched. Returns the
-    overlap / smaller radius (meaningful when active). Raw pointers: the memoryview
-    indexing of the particle arrays costs ~30 instructions per pair more."""
-    cdef v3 x2, n
-    cdef double dist2, rs, dist, un, ra, rb
-    x2 = V(pos[3 * b] - pos[3 * a] + (image[3 * b] - image[3 * a]) * box_len[0],
-           pos[3 * b + 1] - pos[3 * a + 1] + (image[3 * b + 1] - image[3 * a + 1]) * box_len[1],
-           pos[3 * b + 2] - pos[3 * a + 2] + (image[3 * b + 2] - image[3 * a + 2]) * box_len[2])
-    dist2 = vdot(x2, x2)
-    ra = radius[a]
-    rb = radius[b]
-    rs = ra + rb
-    if dist2 >= rs * rs:
-        active[0] = 0
-        return 0.0
-    dist = sqrt(dist2)
-    n = vscale(x2, 1.0 / dist)
-    un = dist - rs
-    contact_update(vscale(n, ra + 0.5 * un), n, un, x2, vld(vel + 3 * a), vld(vel + 3 * b),
-                   vld(angvel + 3 * a), vld(angvel + 3 * b), ra, rb,
-                   mass[a] * mass[b] / (mass[a] + mass[b]), ra * rb / rs,
-                   pair_table + (material[a] * n_materials + material[b]) * P_NCOLS, dt, flags,
-                   active, row)
-    return -un / (ra if ra < rb else rb)
-
-
-cdef inline void add_ft(double* f, double* t, const double* row, double sign,
-                        v3 tq) noexcept nogil:
-    """f += sign * force of a contact row, t += tq: the additions of `scatter`, `gather`
+cdef inline void add_ft(double* f, double* t, v3 F, double sign, v3 tq) noexcept nogil:
+    """f += sign * F (a contact force), t += tq: the additions of `scatter`, `gather`
     and the kernels' in-pass sums (the same operations, hence the same bits)."""
-    f[0] = f[0] + sign * row[S_FORCE]
-    f[1] = f[1] + sign * row[S_FORCE + 1]
-    f[2] = f[2] + sign * row[S_FORCE + 2]
+    f[0] = f[0] + sign * F.x
+    f[1] = f[1] + sign * F.y
+    f[2] = f[2] + sign * F.z
     t[0] = t[0] + tq.x
     t[1] = t[1] + tq.y
     t[2] = t[2] + tq.z
@@ -92,9 +64,9 @@ cdef inline void add_row(double* f, double* t, const double* row, int side, doub
     cdef v3 t1, t2
     row_torques(row, r, r, flags, &t1, &t2)
     if side == 1:
-        add_ft(f, t, row, -1.0, t1)
+        add_ft(f, t, vld(row + S_FORCE), -1.0, t1)
     else:
-        add_ft(f, t, row, 1.0, t2)
+        add_ft(f, t, vld(row + S_FORCE), 1.0, t2)
 
 
 cdef int _sums_args(int nt, object f_out, object t_out, object o1, object o2,
@@ -113,6 +85,304 @@ cdef int _sums_args(int nt, object f_out, object t_out, object o1, object o2,
     return 1
 
 
+# Sphere-sphere pairs in vector blocks. A scalar pass screens the candidates and copies
+# each touching pair's inputs into the columns of a block (structure of arrays); one loop
+# then computes the L6Geom update of the whole block with the scalar path's own inline
+# routines (l6geom.pxd), which are branch-free so that the C compiler vectorizes the loop
+# across pairs (4 or 8 pairs per AVX instruction); last, a scalar pass in pair order
+# applies the law, writes the rows and adds the in-pass sums. A pair's numbers do not
+# depend on its block (no reassociation, no FMA contraction, IEEE sqrt and division in
+# both): the same bits as one pair at a time (`blocks=False`).
+cdef enum:
+    NB = 32           # touching pairs per block
+    B_X2 = 0          # block inputs: x2 - x1 (3)
+    B_V1 = 3          # v1, v2, w1, w2 (3 each)
+    B_V2 = 6
+    B_W1 = 9
+    B_W2 = 12
+    B_T = 15          # T(t - dt) (9)
+    B_DIST2 = 24
+    B_R1 = 25
+    B_R2 = 26
+    B_M1 = 27         # masses
+    B_M2 = 28
+    B_NIN = 29
+    O_C = 0           # block outputs: contact point c (3), n (3), u_n, T(t) (9),
+    O_N = 3           # udot (3), phidot (3), normal rate vn, ok = 0 when the mid-step
+    O_UN = 6          # Slerp needs the quaternion route, m*, R*, overlap / smaller radius
+    O_T = 7
+    O_UDOT = 16
+    O_PHIDOT = 19
+    O_VN = 22
+    O_OK = 23
+    O_MEFF = 24
+    O_REFF = 25
+    O_RATIO = 26
+    O_NOUT = 27
+
+
+cdef extern from *:
+    void prefetch "__builtin_prefetch" (const void* address) noexcept nogil
+
+
+cdef enum:
+    PREFETCH_AHEAD = 16   # candidates: a contact row is fetched from memory while the
+                          # pairs before it are computed
+
+
+cdef struct Bodies:
+    # the particle arrays a pair kernel reads (raw pointers: memoryview indexing costs
+    # ~30 instructions per pair more)
+    const double* pos
+    const int* image
+    const double* box_len
+    const double* vel
+    const double* angvel
+    const double* radius
+    const double* mass
+    const int* material
+    const double* pair_table
+    int n_materials
+    bint periodic         # any periodic axis: positions need their images' shift
+
+
+cdef struct Sums:
+    # in-pass force and torque sums (NULL owners: none)
+    const int* owner1
+    const int* owner2
+    double* f
+    double* t
+
+
+cdef struct Block:
+    # columns of a block of pairs: one object, so that the compiler sees that inputs
+    # and outputs do not overlap
+    double inp[B_NIN][NB]
+    double out[O_NOUT][NB]
+    Py_ssize_t k[NB]          # the pairs' indices
+
+
+cdef inline v3 cld(double (*col)[NB], int i, int j) noexcept nogil:
+    return V(col[i][j], col[i + 1][j], col[i + 2][j])
+
+
+cdef inline void cst(double (*col)[NB], int i, int j, v3 a) noexcept nogil:
+    col[i][j] = a.x
+    col[i + 1][j] = a.y
+    col[i + 2][j] = a.z
+
+
+cdef inline m33 cmld(double (*col)[NB], int i, int j) noexcept nogil:
+    cdef m33 m
+    m.r0 = cld(col, i, j)
+    m.r1 = cld(col, i + 3, j)
+    m.r2 = cld(col, i + 6, j)
+    return m
+
+
+cdef inline void block_loop(int nb, Block* blk, double dt, int flags) noexcept nogil:
+    """L6Geom update (seed 000) of the nb pairs of a block, column in, column out: the
+    loop the C compiler vectorizes when `flags` is a constant (block_geometry). Pairs
+    that form this step are computed too (from stale frames) and ignored."""
+    cdef int j
+    cdef v3 x2, n, c, w1, w2, vr2, udot, phidot
+    cdef m33 Tp, Tc
+    cdef double dist, un, vn, r1, r2
+    cdef double (*bin)[NB]
+    cdef double (*bout)[NB]
+    bin = blk.inp
+    bout = blk.out
+    for j in range(nb):
+        x2 = cld(bin, B_X2, j)
+        r1 = bin[B_R1][j]
+        r2 = bin[B_R2][j]
+        dist = sqrt(bin[B_DIST2][j])
+        n = vscale(x2, 1.0 / dist)
+        un = dist - (r1 + r2)
+        c = vscale(n, r1 + 0.5 * un)
+        Tp = cmld(bin, B_T, j)
+        w1 = cld(bin, B_W1, j)
+        w2 = cld(bin, B_W2, j)
+        l6_frame(c, n, x2, cld(bin, B_V1, j), cld(bin, B_V2, j), w1, w2, r1, r2, dt, flags,
+                 Tp, &Tc, &vr2, &vn)
+        bout[O_OK][j] = l6_mid_rates(Tp, Tc, vr2, vsub(w2, w1), flags, &udot, &phidot)
+        cst(bout, O_C, j, c)
+        cst(bout, O_N, j, n)
+        bout[O_UN][j] = un
+        cst(bout, O_T, j, Tc.r0)
+        cst(bout, O_T + 3, j, Tc.r1)
+        cst(bout, O_T + 6, j, Tc.r2)
+        cst(bout, O_UDOT, j, udot)
+        cst(bout, O_PHIDOT, j, phidot)
+        bout[O_VN][j] = vn
+        bout[O_MEFF][j] = bin[B_M1][j] * bin[B_M2][j] / (bin[B_M1][j] + bin[B_M2][j])
+        bout[O_REFF][j] = r1 * r2 / (r1 + r2)
+        bout[O_RATIO][j] = -un / (r1 if r1 < r2 else r2)
+
+
+cdef void block_geometry(int nb, Block* blk, double dt, int flags) noexcept nogil:
+    """block_loop with the flags as a compile-time constant for the default L6Geom, for
+    NO_RATCH and for the approximate mid-step normal and transformation, so that the
+    flag tests fold away and the loop vectorizes (a loop with branches does not); any
+    other combination of flags runs the same loop unvectorized."""
+    if flags == 0:
+        block_loop(nb, blk, dt, 0)
+    elif flags == NO_RATCH:
+        block_loop(nb, blk, dt, NO_RATCH)
+    elif flags == APPROX_MID_NORMAL | APPROX_MID_TRSF:
+        block_loop(nb, blk, dt, APPROX_MID_NORMAL | APPROX_MID_TRSF)
+    else:
+        block_loop(nb, blk, dt, flags)
+
+
+cdef void block_finish(int nb, Block* blk, const int* i1, const int* i2, const Bodies* B,
+                       double dt, int flags, signed char* active, double* state, double* worst,
+                       const Sums* S) noexcept nogil:
+    """The block's geometry, then per pair in pair order: the L6Geom increments and the
+    law (the scalar route for pairs that form and for turns beyond 90 degrees), the row,
+    the worst overlap and the in-pass sums."""
+    cdef int j, p
+    cdef Py_ssize_t k
+    cdef double ra, rb, un, meff, reff, ratio
+    cdef double* row
+    cdef const double* P
+    cdef v3 u, phi, udot, phidot, t1, t2
+    cdef Load L
+    cdef double (*bin)[NB]
+    cdef double (*bout)[NB]
+    # locals, not reloaded from *B, *S and worst after every store into a row
+    cdef const int* material = B.material
+    cdef const double* pair_table = B.pair_table
+    cdef int n_materials = B.n_materials
+    cdef const int* owner1 = S.owner1
+    cdef const int* owner2 = S.owner2
+    cdef double* fsum = S.f
+    cdef double* tsum = S.t
+    cdef double worst_ratio = worst[0], worst_k = worst[1]
+    bin = blk.inp
+    bout = blk.out
+    block_geometry(nb, blk, dt, flags)
+    for j in range(nb):
+        k = blk.k[j]
+        row = state + k * S_NCOLS
+        ra = bin[B_R1][j]
+        rb = bin[B_R2][j]
+        un = bout[O_UN][j]
+        meff = bout[O_MEFF][j]
+        reff = bout[O_REFF][j]
+        P = pair_table + (material[i1[k]] * n_materials + material[i2[k]]) * P_NCOLS
+        if active[k] == 0 or bout[O_OK][j] == 0.0:
+            L = contact_update(cld(bout, O_C, j), cld(bout, O_N, j), un, cld(bin, B_X2, j),
+                               cld(bin, B_V1, j), cld(bin, B_V2, j), cld(bin, B_W1, j),
+                               cld(bin, B_W2, j), ra, rb, meff, reff, P, dt, flags, active + k,
+                               row)
+        else:
+            u = vld(row + S_U)
+            phi = vld(row + S_PHI)
+            udot = cld(bout, O_UDOT, j)
+            phidot = cld(bout, O_PHIDOT, j)
+            l6_advance(un, bout[O_VN][j], dt, &u, &phi, &udot, &phidot)
+            L = contact_law(P, meff, reff, cmld(bout, O_T, j), u, phi, vld(row + S_U0),
+                            vld(row + S_PHI0), udot, phidot, row)
+        ratio = bout[O_RATIO][j]
+        if not (ratio <= worst_ratio) and worst_ratio == worst_ratio:   # a NaN stays
+            worst_ratio = ratio
+            worst_k = k
+        if owner1 != NULL:
+            lever_torques(cld(bout, O_N, j), L, un, ra, rb, flags, &t1, &t2)
+            p = owner1[k]
+            if p >= 0:
+                add_ft(fsum + 3 * p, tsum + 3 * p, L.force, -1.0, t1)
+            p = owner2[k]
+            if p >= 0:
+                add_ft(fsum + 3 * p, tsum + 3 * p, L.force, 1.0, t2)
+    worst[0] = worst_ratio
+    worst[1] = worst_k
+
+
+cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
+                     const Bodies* B, double dt, int flags, signed char* active,
+                     double* state, double* worst, const Sums* S, bint blocks) noexcept nogil:
+    """Candidate pairs k0 .. k1-1 (particle indices a < b in id order): screening, then
+    blocks of touching pairs (a block of one pair when `blocks` is False). Pairs that
+    do not touch get active = 0 and their rows are not touched."""
+    cdef Block blk
+    cdef double (*bin)[NB]
+    cdef Py_ssize_t k, kp
+    cdef int nb = 0, a, b, i
+    cdef int full = NB if blocks else 1
+    cdef double dist2, rs
+    cdef v3 x2
+    cdef const double* row
+    # the arrays in locals: the stores into the block would otherwise make the compiler
+    # reload them from *B and *S for every pair
+    cdef const double* pos = B.pos
+    cdef const double* vel = B.vel
+    cdef const double* angvel = B.angvel
+    cdef const double* radius = B.radius
+    cdef const double* mass = B.mass
+    cdef const int* image = B.image
+    cdef const int* owner2 = S.owner2
+    cdef double* fsum = S.f
+    cdef double* tsum = S.t
+    cdef double lx = B.box_len[0], ly = B.box_len[1], lz = B.box_len[2]
+    cdef bint periodic = B.periodic
+    bin = blk.inp
+    for k in range(k0, k1):
+        if k + PREFETCH_AHEAD < k1:
+            # start the memory reads of a candidate further on: particle 2's data, its
+            # force sums, and its contact row when the pair was in contact last step
+            # (else this pair's row, already in cache: an address select, not an
+            # unpredictable branch). Not in a function of its own: GCC drops a call
+            # that only prefetches as free of side effects.
+            kp = k + PREFETCH_AHEAD
+            b = i2[kp]
+            prefetch(pos + 3 * b)
+            prefetch(vel + 3 * b)
+            prefetch(angvel + 3 * b)
+            if periodic:
+                prefetch(image + 3 * b)
+            if owner2 != NULL and owner2[kp] >= 0:
+                prefetch(fsum + 3 * owner2[kp])
+                prefetch(tsum + 3 * owner2[kp])
+            row = state + (kp if active[kp] else k) * S_NCOLS
+            for i in range(0, S_NCOLS, 8):
+                prefetch(row + i)
+            prefetch(row + S_NCOLS - 1)
+        a = i1[k]
+        b = i2[k]
+        x2 = vsub(vld(pos + 3 * b), vld(pos + 3 * a))
+        if periodic:
+            x2 = V(x2.x + (image[3 * b] - image[3 * a]) * lx,
+                   x2.y + (image[3 * b + 1] - image[3 * a + 1]) * ly,
+                   x2.z + (image[3 * b + 2] - image[3 * a + 2]) * lz)
+        dist2 = vdot(x2, x2)
+        rs = radius[a] + radius[b]
+        if dist2 >= rs * rs:
+            active[k] = 0
+            continue
+        blk.k[nb] = k
+        cst(bin, B_X2, nb, x2)
+        bin[B_DIST2][nb] = dist2
+        bin[B_R1][nb] = radius[a]
+        bin[B_R2][nb] = radius[b]
+        bin[B_M1][nb] = mass[a]
+        bin[B_M2][nb] = mass[b]
+        cst(bin, B_V1, nb, vld(vel + 3 * a))
+        cst(bin, B_V2, nb, vld(vel + 3 * b))
+        cst(bin, B_W1, nb, vld(angvel + 3 * a))
+        cst(bin, B_W2, nb, vld(angvel + 3 * b))
+        row = state + k * S_NCOLS + S_T
+        for i in range(9):
+            bin[B_T + i][nb] = row[i]
+        nb += 1
+        if nb == full:
+            block_finish(nb, &blk, i1, i2, B, dt, flags, active, state, worst, S)
+            nb = 0
+    if nb:
+        block_finish(nb, &blk, i1, i2, B, dt, flags, active, state, worst, S)
+
+
 @cython.boundscheck(False)
 @cython.wraparound(False)
 def sphere_sphere(const int[::1] i1, const int[::1] i2,
@@ -123,21 +393,23 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
                   double dt, int flags,
                   signed char[::1] active, double[:, ::1] state, int n_threads,
                   const int[::1] owner1=None, const int[::1] owner2=None,
-                  double[:, ::1] f_out=None, double[:, ::1] t_out=None):
+                  double[:, ::1] f_out=None, double[:, ::1] t_out=None, bint periodic=True,
+                  bint blocks=True):
     """Update every candidate pair of the batch; returns (max overlap / smaller radius, pair).
 
     In-pass sums (n_threads = 1 only): with owner1, owner2, f_out, t_out as for `scatter`,
     f_out and t_out are zeroed and each active pair is added to its owned particles right
     after it is computed, while its row is in cache (a separate pass re-reads every row
     from memory). These are the additions of `scatter` in the same order (same bits);
-    `sphere_plane` with its wall_owner, f_out, t_out then adds the wall contacts."""
-    cdef Py_ssize_t m = i1.shape[0], n = pos.shape[0], k
-    cdef int tid, p, nt = max(1, n_threads)
+    `sphere_plane` with its wall_owner, f_out, t_out then adds the wall contacts.
+    periodic=False: no periodic axis (the images are all zero and are not read).
+    blocks=False computes one pair at a time (the same bits; for tests)."""
+    cdef Py_ssize_t m = i1.shape[0], n = pos.shape[0]
+    cdef int t, nt = max(1, n_threads)
     cdef int sums = _sums_args(nt, f_out, t_out, owner1, owner2, m, n)
-    cdef double ratio
-    cdef double* row
-    cdef v3 t1, t2
     cdef double[:, ::1] worst = _worst_init(nt)
+    cdef Bodies B
+    cdef Sums S
     if sums:
         f_out[:, :] = 0.0
         t_out[:, :] = 0.0
@@ -147,40 +419,24 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
             or state.shape[1] != S_NCOLS or pair_table.shape[1] != P_NCOLS):
         raise ValueError("pair arrays: %d pairs, state (%d, %d), pair table width %d"
                          % (m, state.shape[0], state.shape[1], pair_table.shape[1]))
-    cdef const double* ppos = &pos[0, 0]
-    cdef const int* pimg = &image[0, 0]
-    cdef const double* pvel = &vel[0, 0]
-    cdef const double* pang = &angvel[0, 0]
-    cdef const double* prad = &radius[0]
-    cdef const double* pmass = &mass[0]
-    cdef const int* pmat = &material[0]
-    cdef const double* ptab = &pair_table[0, 0]
-    cdef const int* pi1 = &i1[0]
-    cdef const int* pi2 = &i2[0]
-    cdef const int* po1 = &owner1[0] if sums else NULL
-    cdef const int* po2 = &owner2[0] if sums else NULL
-    cdef double* pf = &f_out[0, 0] if sums and f_out.shape[0] else NULL
-    cdef double* pt = &t_out[0, 0] if sums and t_out.shape[0] else NULL
-    cdef signed char* pact = &active[0]
-    cdef double* pstate = &state[0, 0]
-    for k in prange(m, nogil=True, schedule='static', num_threads=nt):
-        row = pstate + k * S_NCOLS
-        ratio = sphere_pair(pi1[k], pi2[k], ppos, pimg, &box_len[0], pvel, pang, prad, pmass,
-                            pmat, ptab, n_materials, dt, flags, pact + k, row)
-        if pact[k] == 0:
-            continue
-        tid = threadid()
-        if not (ratio <= worst[tid, 0]):
-            worst[tid, 0] = ratio
-            worst[tid, 1] = k
-        if sums:
-            row_torques(row, prad[pi1[k]], prad[pi2[k]], flags, &t1, &t2)
-            p = po1[k]
-            if p >= 0:
-                add_ft(pf + 3 * p, pt + 3 * p, row, -1.0, t1)
-            p = po2[k]
-            if p >= 0:
-                add_ft(pf + 3 * p, pt + 3 * p, row, 1.0, t2)
+    B.pos = &pos[0, 0]
+    B.image = &image[0, 0]
+    B.box_len = &box_len[0]
+    B.vel = &vel[0, 0]
+    B.angvel = &angvel[0, 0]
+    B.radius = &radius[0]
+    B.mass = &mass[0]
+    B.material = &material[0]
+    B.pair_table = &pair_table[0, 0]
+    B.n_materials = n_materials
+    B.periodic = periodic
+    S.owner1 = &owner1[0] if sums else NULL
+    S.owner2 = &owner2[0] if sums else NULL
+    S.f = &f_out[0, 0] if sums and f_out.shape[0] else NULL
+    S.t = &t_out[0, 0] if sums and t_out.shape[0] else NULL
+    for t in prange(nt, nogil=True, schedule='static', num_threads=nt):
+        pair_range(m * t // nt, m * (t + 1) // nt, &i1[0], &i2[0], &B, dt, flags, &active[0],
+                   &state[0, 0], &worst[t, 0], &S, blocks)
     return _worst(worst)
 
 
@@ -226,7 +482,7 @@ def sphere_plane(const int[::1] particle, const int[::1] plane,
                        flags, &active[k], &state[k, 0])
         ratio = -un / r
         tid = threadid()
-        if not (ratio <= worst[tid, 0]):
+        if not (ratio <= worst[tid, 0]) and worst[tid, 0] == worst[tid, 0]:
             worst[tid, 0] = ratio
             worst[tid, 1] = k
         if sums:

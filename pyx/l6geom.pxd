@@ -62,16 +62,16 @@ cdef inline m33 l6_orthonormalize(m33 T) noexcept nogil:
 
 cdef inline v3 _half_apply(m33 Tp, m33 Tc, double a01, double a02, double a12, double al,
                            double be, double ga, v3 v) noexcept nogil:
-    """al Tp v + be Tc v + ga (K - K^T) Tp v (see l6_mid_transform)."""
+    """al Tp v + be Tc v + ga (K - K^T) Tp v (see l6_mid_closed)."""
     cdef v3 a = mdot(Tp, v)
     cdef v3 b = mdot(Tc, v)
     cdef v3 aa = V(a01 * a.y + a02 * a.z, a12 * a.z - a01 * a.x, -(a02 * a.x + a12 * a.y))
     return vadd(vadd(vscale(a, al), vscale(b, be)), vscale(aa, ga))
 
 
-cdef inline void l6_mid_transform(m33 Tp, m33 Tc, v3 v1, v3 v2, v3* m1,
-                                  v3* m2) noexcept nogil:
-    """m1 = Tm v1, m2 = Tm v2 with Tm = Slerp(Tp, Tc; 1/2) (seed 000), in closed form.
+cdef inline bint l6_mid_closed(m33 Tp, m33 Tc, v3 v1, v3 v2, v3* m1, v3* m2) noexcept nogil:
+    """m1 = Tm v1, m2 = Tm v2 with Tm = Slerp(Tp, Tc; 1/2) (seed 000), in closed form;
+    False (m1, m2 meaningless) for relative rotations beyond 90 degrees.
 
     With the relative rotation K = Tc Tp^T (local axes), r_w = sqrt(1 + tr K) / 2 the
     scalar part of its quaternion, a = Tp v and b = Tc v = K a, the half rotation of K
@@ -81,32 +81,47 @@ cdef inline void l6_mid_transform(m33 Tp, m33 Tc, v3 v1, v3 v2, v3* m1,
     orientation (Shepperd's case choice is unpredictable per contact and its
     mispredictions cost more than the arithmetic). With e = (3 - tr K) / 4 = sin^2(angle/2),
     the coefficients 1/(2(1 + r_w)) and 1/(4 r_w (1 + r_w)) are series in e, exact to
-    round-off for |e| < 1e-4 (angles below 0.02 rad: every DEM step), which saves the
-    square root and the divisions. The formula loses accuracy as r_w -> 0, so relative
-    rotations beyond 90 degrees (never a time step in practice) take the quaternion route."""
+    round-off for |e| < 1e-4 (angles below 0.02 rad: every DEM step). The formula loses
+    accuracy as r_w -> 0, hence the limit at 90 degrees (tr K = 1). Branch-free (both
+    coefficient forms, then a select) so that loops over contacts vectorize."""
     cdef double tr = vdot(Tc.r0, Tp.r0) + vdot(Tc.r1, Tp.r1) + vdot(Tc.r2, Tp.r2)
     cdef double e = 0.25 * (3.0 - tr)
-    cdef double a01, a02, a12, rw, be, ga, e2
-    cdef m33 Tm
-    if fabs(e) < 1e-4:
-        e2 = e * e        # Estrin's scheme: a shorter dependency chain than Horner's
-        be = (0.25 + e * (1.0 / 16.0)) + e2 * (1.0 / 32.0 + e * (5.0 / 256.0))
-        ga = (0.125 + e * (3.0 / 32.0)) + e2 * (5.0 / 64.0 + e * (35.0 / 512.0))
-    elif tr > 1.0:
-        rw = 0.5 * sqrt(1.0 + tr)
-        be = 0.5 / (1.0 + rw)
-        ga = 0.25 / (rw * (1.0 + rw))
-    else:
-        Tm = q2m(qslerp_half(m2q(Tp), m2q(Tc)))
-        m1[0] = mdot(Tm, v1)
-        m2[0] = mdot(Tm, v2)
-        return
+    cdef double e2 = e * e        # Estrin's scheme: a shorter dependency chain than Horner's
+    cdef double be_s = (0.25 + e * (1.0 / 16.0)) + e2 * (1.0 / 32.0 + e * (5.0 / 256.0))
+    cdef double ga_s = (0.125 + e * (3.0 / 32.0)) + e2 * (5.0 / 64.0 + e * (35.0 / 512.0))
+    cdef double rw = 0.5 * sqrt(1.0 + tr)
+    cdef double be_r = 0.5 / (1.0 + rw)
+    cdef double ga_r = 0.25 / (rw * (1.0 + rw))
+    cdef bint series = fabs(e) < 1e-4
+    cdef double be = be_s if series else be_r
+    cdef double ga = ga_s if series else ga_r
     # (K - K^T)_ij = Tc_i . Tp_j - Tc_j . Tp_i; (1 + 2 r_w) / (2 (1 + r_w)) = 1 - be
-    a01 = vdot(Tc.r0, Tp.r1) - vdot(Tc.r1, Tp.r0)
-    a02 = vdot(Tc.r0, Tp.r2) - vdot(Tc.r2, Tp.r0)
-    a12 = vdot(Tc.r1, Tp.r2) - vdot(Tc.r2, Tp.r1)
+    cdef double a01 = vdot(Tc.r0, Tp.r1) - vdot(Tc.r1, Tp.r0)
+    cdef double a02 = vdot(Tc.r0, Tp.r2) - vdot(Tc.r2, Tp.r0)
+    cdef double a12 = vdot(Tc.r1, Tp.r2) - vdot(Tc.r2, Tp.r1)
     m1[0] = _half_apply(Tp, Tc, a01, a02, a12, 1.0 - be, be, ga, v1)
     m2[0] = _half_apply(Tp, Tc, a01, a02, a12, 1.0 - be, be, ga, v2)
+    return series | (tr > 1.0)       # bitwise: no short-circuit branch
+
+
+cdef inline bint l6_mid_rates(m33 Tp, m33 Tc, v3 vr2, v3 dw, int flags, v3* udot,
+                              v3* phidot) noexcept nogil:
+    """The local rates udot = T_mid vr2 and phidot = T_mid dw with the mid-step
+    transformation T_mid = T(t-dt) (APPROX_MID_TRSF) or Slerp(T(t-dt), T(t); 1/2) in
+    closed form; False when that needs the quaternion route (l6_mid_slerp)."""
+    if flags & APPROX_MID_TRSF:
+        udot[0] = mdot(Tp, vr2)
+        phidot[0] = mdot(Tp, dw)
+        return True
+    return l6_mid_closed(Tp, Tc, vr2, dw, udot, phidot)
+
+
+cdef inline void l6_mid_slerp(m33 Tp, m33 Tc, v3 v1, v3 v2, v3* m1, v3* m2) noexcept nogil:
+    """m1 = Tm v1, m2 = Tm v2 with Tm = Slerp(Tp, Tc; 1/2) through quaternions: relative
+    turns beyond 90 degrees (never a time step in practice), where l6_mid_closed fails."""
+    cdef m33 Tm = q2m(qslerp_half(m2q(Tp), m2q(Tc)))
+    m1[0] = mdot(Tm, v1)
+    m2[0] = mdot(Tm, v2)
 
 
 cdef inline void l6_branches(v3 c, v3 n, v3 x2, double r1, double r2, int flags,
@@ -132,19 +147,13 @@ cdef inline void l6_form(v3 n, double un, m33* T, v3* u, v3* phi, v3* u0, v3* ph
     phidot[0] = V(0.0, 0.0, 0.0)
 
 
-cdef inline void l6_update(v3 c, v3 n, double un, v3 x2, v3 v1, v3 v2, v3 w1, v3 w2,
-                           double r1, double r2, double dt, int flags,
-                           m33* T, v3* u, v3* phi, v3* udot, v3* phidot) noexcept nogil:
-    """Update an existing contact from t-dt to t (seed 000, "Contact update").
-
-    In: c, n, un computed directly at t; x2 = position of 2 relative to 1; v, w at
-    t-dt/2. In/out: T, u, phi at t-dt -> t. Out: udot (normal component = n.v_r, the
-    rate the normal law damps; tangential = T_mid v_r2) and phidot = T_mid (w2 - w1).
-    """
-    cdef m33 Tp = T[0]
-    cdef m33 Tc
+cdef inline void l6_frame(v3 c, v3 n, v3 x2, v3 v1, v3 v2, v3 w1, v3 w2, double r1,
+                          double r2, double dt, int flags, m33 Tp, m33* Tc, v3* vr2,
+                          double* vn) noexcept nogil:
+    """First half of the contact update (seed 000): T(t) from T(t-dt) = Tp, and the
+    relative velocity at c with its normal part removed (vr2) and its normal rate vn."""
     cdef v3 n_prev = Tp.r0
-    cdef v3 o_r, o_t, o, n_mid, b1, b2, vr, vr2
+    cdef v3 o_r, o_t, o, n_mid, b1, b2, vr
     # bending rotation o_r = n(t-dt) x n(t)
     o_r = vcross(n_prev, n)
     # mid-step normal, accurate or approximate, then re-normalized
@@ -159,7 +168,8 @@ cdef inline void l6_update(v3 c, v3 n, double un, v3 x2, v3 v1, v3 v2, v3 w1, v3
     # relative velocity at c, then its normal part removed
     l6_branches(c, n, x2, r1, r2, flags, &b1, &b2)
     vr = vsub(vadd(v2, vcross(w2, b2)), vadd(v1, vcross(w1, b1)))
-    vr2 = vsub(vr, vscale(n_mid, vdot(n_mid, vr)))
+    vn[0] = vdot(n_mid, vr)
+    vr2[0] = vsub(vr, vscale(n_mid, vn[0]))
     # column update of T: a(t) = a - a x o_r - a x o_t = a - a x (o_r + o_t) for the two
     # in-plane axes (one cross product per axis)
     o = vadd(o_r, o_t)
@@ -167,16 +177,35 @@ cdef inline void l6_update(v3 c, v3 n, double un, v3 x2, v3 v1, v3 v2, v3 w1, v3
     Tc.r1 = vsub(Tp.r1, vcross(Tp.r1, o))
     Tc.r2 = vsub(Tp.r2, vcross(Tp.r2, o))
     if not (flags & NO_RENORM_TRSF):
-        Tc = l6_orthonormalize(Tc)
-    # mid-step transformation Slerp(T(t-dt), T(t); 1/2), or T(t-dt), applied to the
-    # relative velocities: incremental u and phi in local coordinates; u_x non-incrementally
-    if flags & APPROX_MID_TRSF:
-        udot[0] = mdot(Tp, vr2)
-        phidot[0] = mdot(Tp, vsub(w2, w1))
-    else:
-        l6_mid_transform(Tp, Tc, vr2, vsub(w2, w1), udot, phidot)
+        Tc[0] = l6_orthonormalize(Tc[0])
+
+
+cdef inline void l6_advance(double un, double vn, double dt, v3* u, v3* phi, v3* udot,
+                            v3* phidot) noexcept nogil:
+    """Second half: incremental u and phi from the local rates T_mid v_r2 (udot) and
+    T_mid (w2 - w1) (phidot); u_x non-incrementally; udot.x = the normal rate vn."""
     u[0] = vadd(u[0], vscale(udot[0], dt))
     u[0].x = un
     phi[0] = vadd(phi[0], vscale(phidot[0], dt))
-    udot[0].x = vdot(n_mid, vr)
+    udot[0].x = vn
+
+
+cdef inline void l6_update(v3 c, v3 n, double un, v3 x2, v3 v1, v3 v2, v3 w1, v3 w2,
+                           double r1, double r2, double dt, int flags,
+                           m33* T, v3* u, v3* phi, v3* udot, v3* phidot) noexcept nogil:
+    """Update an existing contact from t-dt to t (seed 000, "Contact update").
+
+    In: c, n, un computed directly at t; x2 = position of 2 relative to 1; v, w at
+    t-dt/2. In/out: T, u, phi at t-dt -> t. Out: udot (normal component = n.v_r, the
+    rate the normal law damps; tangential = T_mid v_r2) and phidot = T_mid (w2 - w1).
+    """
+    cdef m33 Tc
+    cdef v3 vr2
+    cdef double vn
+    l6_frame(c, n, x2, v1, v2, w1, w2, r1, r2, dt, flags, T[0], &Tc, &vr2, &vn)
+    # mid-step transformation applied to the relative velocities: incremental u and phi
+    # in local coordinates
+    if not l6_mid_rates(T[0], Tc, vr2, vsub(w2, w1), flags, udot, phidot):
+        l6_mid_slerp(T[0], Tc, vr2, vsub(w2, w1), udot, phidot)
+    l6_advance(un, vn, dt, u, phi, udot, phidot)
     T[0] = Tc

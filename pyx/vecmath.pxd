@@ -70,12 +70,12 @@ cdef inline v3 vunit(v3 a) noexcept nogil:
 
 cdef inline v3 vunit_near(v3 a) noexcept nogil:
     """Normalize a vector whose length is close to 1 (a small rotation of a unit vector):
-    when | |a|^2 - 1 | < 1e-8 one Newton step of 1/sqrt gives a relative error below
-    1e-16 (round-off) without sqrt or division; otherwise the exact formula."""
+    when | |a|^2 - 1 | < 1e-8 one Newton step of 1/sqrt about 1 gives a relative error
+    below 1e-16 (round-off); otherwise the exact formula. Both are computed and one is
+    selected, not branched to, so that loops over contacts vectorize."""
     cdef double e = vdot(a, a)
-    if fabs(e - 1.0) < 1e-8:
-        return vscale(a, 0.5 * (3.0 - e))
-    return vscale(a, 1.0 / sqrt(e))
+    cdef double exact = 1.0 / sqrt(e)
+    return vscale(a, 0.5 * (3.0 - e) if fabs(e - 1.0) < 1e-8 else exact)
 
 cdef inline v3 mdot(m33 m, v3 a) noexcept nogil:
     """Global -> local components."""
