@@ -68,6 +68,8 @@ class GhostExchange:
         cart = self.dec.cart
         width = sum(a.shape[1] for a in arrays)
         for k, (sel, dest, source, first, count) in enumerate(self.swaps):
+            if count == 0 and len(sel) == 0:             # nothing either way (known
+                continue                                 # to both sides from the build)
             if dest == source == self.dec.rank:          # periodic image of this rank
                 for a in arrays:
                     a[first:first + count] = a[sel]
@@ -99,6 +101,8 @@ class GhostExchange:
         width = sum(a.shape[1] for a in arrays)
         for k in range(len(self.swaps) - 1, -1, -1):
             sel, dest, source, first, count = self.swaps[k]
+            if count == 0 and len(sel) == 0:
+                continue
             if dest == source == self.dec.rank:
                 for a in arrays:
                     np.add.at(a, sel, a[first:first + count])
