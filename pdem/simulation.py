@@ -357,10 +357,7 @@ class Simulation:
                            st.angvel[bad].tolist(), st.force[bad].tolist()))
         # one Allreduce tells every rank alike whether any rank found a problem or
         # received a signal
-        if self.size == 1:
-            failed, signum = problem is not None, self._signal
-        else:
-            failed, signum = self._max(np.array([problem is not None, self._signal], float))
+        failed, signum = self._max(np.array([problem is not None, self._signal], float))
         if failed:
             self._raise_if_any(problem, SimulationError)
         if self.check_ids:
@@ -382,10 +379,8 @@ class Simulation:
     def _max(self, value):
         """Maximum over ranks of a float or of a float array (buffer Allreduce: no
         pickling in the step). NaN counts as +inf, so every rank gets the same answer."""
-        if self.size == 1 and np.ndim(value) == 0:      # the per-step case, cheaply
-            value = float(value)
-            return math.inf if math.isnan(value) else value
-        buf = np.nan_to_num(np.array(value, float, ndmin=1), nan=math.inf, posinf=math.inf)
+        buf = np.array(value, float, ndmin=1)
+        buf[np.isnan(buf)] = math.inf          # infinities stay as they are
         if self.size > 1:
             self.comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.MAX)
         return buf if np.ndim(value) else float(buf[0])

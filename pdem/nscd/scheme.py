@@ -31,6 +31,7 @@ import numpy as np
 
 from .._kernels import integrate
 from .._kernels import nscd as _k
+from ..contact.wall_motion import barycentric
 from ..errors import InputError
 from .facet_contacts import facet_contacts
 from .solve import ContactSolve, exchange_ghost_velocities
@@ -111,8 +112,8 @@ class NSCD:
         integrate.kick(st.vel, st.angvel, zero, zero, st.mass, st.inertia, st.blocked,
                        sim.gravity, sim.dt, n, sim.threads)
         mass, inv_inertia = self._masses(sim)
-        contacts, rows = self._contacts(sim, mass)
         mu_table, e_table = sim.materials.coefficients()
+        contacts, rows = self._contacts(sim, mass, mu_table, e_table)
         relax = self.relaxation
         if relax is None:
             relax = 1.0 if (self.normal_rule == "seed" and not np.any(mu_table > 0)) else 0.5
@@ -165,12 +166,12 @@ class NSCD:
         inv_inertia = np.where(r == rot, 0.0, 1.0 / st.inertia)
         return mass, inv_inertia
 
-    def _contacts(self, sim, mass):
+    def _contacts(self, sim, mass, mu_table, e_table):
         """The step's potential contacts in solve order, and for each its row in its
         batch: sim.pairs (batch 0), sim.walls (1) or sim.facet_rows (2). A contact
-        between two bodies of infinite mass is left out (nothing to solve)."""
+        between two bodies of infinite mass is left out (nothing to solve). mu_table,
+        e_table: friction and restitution per material pair (MaterialTable.coefficients)."""
         st, alert = sim.store, self.alert
-        mu_table, e_table = sim.materials.coefficients()
         nmat = max(1, len(sim.materials.materials))
         free = mass < math.inf
         parts = []          # (kind, batch rows, i, j, id_i, id_j, normal, gap, vb, pair index)
@@ -223,18 +224,9 @@ class NSCD:
         v = mw.wall_v[wall] + np.cross(mw.wall_w[wall], q - mw.wall_ref[wall])
         soft = np.flatnonzero(~mw.wall_rigid[wall].astype(bool))
         if len(soft):
-            tri = mw.vertices[mw.facets[f[soft]]]
-            a, b, c = tri[:, 0], tri[:, 1], tri[:, 2]
-            e0, e1, e2 = b - a, c - a, q[soft] - a
-            d00, d01, d11 = (np.einsum("ij,ij->i", x, y) for x, y in ((e0, e0), (e0, e1),
-                                                                      (e1, e1)))
-            d20, d21 = np.einsum("ij,ij->i", e2, e0), np.einsum("ij,ij->i", e2, e1)
-            den = d00 * d11 - d01 * d01
-            lb = (d11 * d20 - d01 * d21) / den
-            lc = (d00 * d21 - d01 * d20) / den
-            vv = mw.vertex_vel[mw.facets[f[soft]]]
-            v[soft] = (1.0 - lb - lc)[:, None] * vv[:, 0] + lb[:, None] * vv[:, 1] \
-                + lc[:, None] * vv[:, 2]
+            vertices = mw.facets[f[soft]]
+            bary = barycentric(q[soft], mw.vertices[vertices])
+            v[soft] = np.einsum("nk,nkj->nj", bary, mw.vertex_vel[vertices])
         return v
 
     def _write_rows(self, sim, contacts, rows):
@@ -244,7 +236,7 @@ class NSCD:
         particle), u_x = gap, no moment (the torques b x F follow with the branch vectors
         b = -+r n, Simulation._lever_flags); active: touching or carrying an impulse."""
         batch, row = rows
-        n, ci, cj = contacts.normal, contacts.ci, contacts.cj
+        n = contacts.normal
         force_i = (contacts.pn[:, None] * n + contacts.pt) / sim.dt     # on particle i
         live = (contacts.pn > 0.0) | (contacts.gap < 0.0)
         for b, rec in enumerate((sim.pairs, sim.walls, sim.facet_rows)):

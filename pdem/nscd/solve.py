@@ -79,8 +79,9 @@ class ContactSolve:
         mass (inf: a grain with prescribed velocity), inv_inertia 1/I (0: no rotation).
         solver: "nlgs" or "jacobi"; beta: overlap correction; projected: the projected
         normal rule; relax: Jacobi relaxation. any_contacts: whether any rank has a
-        contact (default: this one has); where: prefix of the warning. Returns (sweeps, residual) and warns
-        ConvergenceWarning when the residual is still >= tol/dt after itmax sweeps."""
+        contact (default: this one has); where: prefix of the warning. Returns (sweeps,
+        residual) and warns ConvergenceWarning when the residual is still >= tol/dt
+        after itmax sweeps."""
         if not (len(self) > 0 if any_contacts is None else any_contacts):
             return 0, 0.0
         _k.prepare(self.kind, self.ci, self.cj, self.normal, self.gap, self.vb, v, r, m,
