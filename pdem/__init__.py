@@ -4,11 +4,12 @@ from .domain import Domain
 from .errors import InputError, SimulationError
 from .materials import Material
 from .nscd.scheme import NSCD
+from .scheme import Explicit
 from .simulation import CheckpointExit, Simulation
 from .threads import openmp_available, thread_count
 
 __version__ = "0.1.0"
-__all__ = ["Domain", "Mesh", "Simulation", "Material", "NSCD", "InputError", "SimulationError",
+__all__ = ["Domain", "Mesh", "Simulation", "Material", "Explicit", "NSCD", "InputError", "SimulationError",
            "CheckpointExit", "restart", "openmp_available", "thread_count"]
 
 
@@ -16,4 +17,4 @@ def restart(path, comm=None, threads=None, dims=None):
     """Continue a run from the checkpoint `path` (Simulation.checkpoint) on the ranks
     of `comm` (default MPI.COMM_WORLD, any number), bit for bit (collective)."""
     from .io.checkpoint import read
-    return read(path, comm=comm, threads=threads, dims=dims)
+    return read(path, Simulation, comm=comm, threads=threads, dims=dims)

@@ -4,15 +4,16 @@ One HDF5 file written collectively (h5py `mpio` driver) to `<path>.tmp` and rena
 to `<path>` by rank 0 only once every rank has closed it, so a crash or a full disk
 never destroys the previous good checkpoint.
 
-Layout (version 2): root attributes hold the scalars (step, time, dt, skin, flags,
+Layout (version 3): root attributes hold the scalars (step, time, dt, skin, flags,
 next id, options) and JSON of the domain, materials, pair overrides and time-stepping
-scheme (null: explicit; NSCD: its options);
+scheme ({"name", "options"}: pdem.scheme.from_description);
 `planes/{point,normal,vel,material}`; `particles/<field>` for every field of
 pdem.particles.FIELDS plus `build_pos`, the position at the last neighbor build
-(rows in no particular order; ids stored); `pairs/{key,active,state}` and
-`walls/{key,active,state}` and `facets/{key,active,state}` (plane and mesh wall
-contacts), the active contact rows (L6Geom state and law history), each contact
-written once, by the rank owning its first particle; `mesh_walls/<i>/...` the mesh
+(rows in no particular order; ids stored); `interactions/<kind>/{key,active,state}`
+for every interaction kind (pdem.contact.kinds: pair, plane, mesh, ...), the active
+contact rows (L6Geom state and law history) keyed as pdem.contact.keys says, each
+contact written once (by the rank owning its first particle), with the row layout
+and the key layout as attributes; `mesh_walls/<i>/...` the mesh
 walls (current and build-time vertices, normals, flags, motion state: see
 pdem.contact.mesh_walls.MeshWalls.save).
 
@@ -31,13 +32,19 @@ import h5py
 import numpy as np
 from mpi4py import MPI
 
-from ..contact.store import ContactBatch
+from ..collective import Collective
+from ..contact import keys
+from ..contact.flags import APPROX, NO_RATCH
+from ..contact.kinds import KINDS
+from ..contact.store import COLUMNS, NCOLS, ContactBatch
 from ..domain import Domain
 from ..errors import InputError
 from ..particles import FIELDS
+from ..scheme import from_description
 from .frames import collective_transfer, row_offsets, write_slab
 
-VERSION = 2                         # 2: contact rows of 27 doubles (the law moment)
+VERSION = 3         # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bit id keys
+ROW_LAYOUT = json.dumps({"columns": COLUMNS, "ncols": NCOLS, "key_bits": keys.BITS})
 CHUNK = 1 << 20                     # rows read at a time on restart
 OPTIONS = ("skin", "flags", "lost", "check_timestep", "max_overlap", "balance")
 
@@ -60,17 +67,17 @@ def write(sim, path):
         err = "checkpoint folder %r is not writable" % folder
     else:
         err = None
-    sim._raise_if_any(err, InputError)
+    sim.collective.raise_if_any(err, InputError)
     st, n = sim.store, sim.store.n_own
     with h5py.File(tmp, "w", driver="mpio", comm=comm) as f:
         a = f.attrs
         a["format"], a["version"] = "pdem checkpoint", VERSION
         a["step"], a["time"], a["dt"] = sim.step_count, sim.time, sim.dt
-        a["next_id"], a["n_rebuilds"] = sim._next_id, sim.n_rebuilds
+        a["next_id"], a["n_rebuilds"] = sim.next_id, sim.n_rebuilds
         a["gravity"] = sim.gravity
-        a["dirty"] = sim._dirty
+        a["dirty"] = sim.needs_rebuild
         a["options"] = json.dumps({k: getattr(sim, k) for k in OPTIONS})
-        a["scheme"] = json.dumps(None if sim.scheme is None else sim.scheme.options())
+        a["scheme"] = json.dumps(sim.scheme.describe())
         dom = sim.domain
         a["domain"] = json.dumps({"lo": dom.lo.tolist(), "hi": dom.hi.tolist(),
                                   "periodic": list(dom.periodic), "dim": dom.dim})
@@ -84,16 +91,11 @@ def write(sim, path):
         parts = f.create_group("particles")
         for name in FIELDS:
             _write_rows(parts, name, np.ascontiguousarray(st.f[name][:n]), comm)
-        build = st.pos[:n] if sim._dirty or sim._build_pos is None else sim._build_pos
-        _write_rows(parts, "build_pos", np.ascontiguousarray(build), comm)
-        # each pair once: on the rank owning its first (lower-id) particle
-        first = sim.pairs.key // (sim._next_id + 1)
-        mine = (sim.pairs.active != 0) & np.isin(first, st.id[:n])
-        for gname, batch, rows in (("pairs", sim.pairs, mine),
-                                   ("walls", sim.walls, sim.walls.active != 0),
-                                   ("facets", sim.facet_rows, sim.facet_rows.active != 0)):
-            g = f.create_group(gname)
-            k = np.flatnonzero(rows)
+        _write_rows(parts, "build_pos", np.ascontiguousarray(sim.build_positions()), comm)
+        for name, kind in sim.interactions.items():
+            g = f.create_group("interactions/" + name)
+            g.attrs["layout"] = ROW_LAYOUT
+            batch, k = kind.batch, kind.saved()
             _write_rows(g, "key", batch.key[k], comm)
             _write_rows(g, "active", batch.active[k], comm)
             _write_rows(g, "state", np.ascontiguousarray(batch.state[k]), comm)
@@ -126,20 +128,23 @@ def _open(path, comm):
         else:
             need = ["planes/" + k for k in ("point", "normal", "vel", "material")] + \
                 ["particles/" + k for k in list(FIELDS) + ["build_pos"]] + \
-                [g + "/" + k for g in ("pairs", "walls", "facets")
+                ["interactions/%s/%s" % (c.name, k) for c in KINDS
                  for k in ("key", "active", "state")] + ["mesh_walls"]
             missing = [k for k in need if k not in f]
             counts = {len(f["particles/" + k]) for k in list(FIELDS) + ["build_pos"]
                       if k not in missing}
-            if missing or len(counts) > 1:
+            layouts = {f["interactions/" + c.name].attrs.get("layout") for c in KINDS
+                       if "interactions/" + c.name in f}
+            if not missing and layouts != {ROW_LAYOUT}:
+                problem = ("checkpoint %r has contact rows of another layout %s; this pdem "
+                           "writes %s" % (path, sorted(layouts), ROW_LAYOUT))
+            elif missing or len(counts) > 1:
                 problem = "checkpoint %r is truncated or corrupted: %s" % (
                     path, "missing " + ", ".join(missing) if missing else
                     "particle datasets of different lengths %s" % sorted(counts))
-    if comm.allreduce(problem is not None, op=MPI.LOR):
-        if f is not None:
-            f.close()
-        problem = next(p for p in comm.allgather(problem) if p)
-        raise InputError(problem)
+    if problem is not None and f is not None:
+        f.close()
+    Collective(comm).raise_if_any(problem, InputError)
     return f
 
 
@@ -148,25 +153,23 @@ def _chunks(dset):
         yield start, dset[start:start + CHUNK]
 
 
-def read(path, comm=None, threads=None, dims=None):
-    """A Simulation continuing the checkpoint `path` on the ranks of `comm` (default
-    MPI.COMM_WORLD, any size), with `threads` OpenMP threads per rank (collective)."""
-    from ..simulation import APPROX, FACET_BITS, NO_RATCH, PLANE_BITS, NSCD, Simulation
-
+def read(path, simulation, comm=None, threads=None, dims=None):
+    """A `simulation` (the class pdem.Simulation) continuing the checkpoint `path` on
+    the ranks of `comm` (default MPI.COMM_WORLD, any size), with `threads` OpenMP
+    threads per rank (collective)."""
     comm = MPI.COMM_WORLD if comm is None else comm
     with _open(path, comm) as f:
         a = f.attrs
         d = json.loads(a["domain"])
         opts = json.loads(a["options"])
         flags = int(opts.pop("flags"))
-        scheme = json.loads(a["scheme"]) if "scheme" in a else None
-        sim = Simulation(Domain(d["lo"], d["hi"], d["periodic"], 3) if d["dim"] == 3 else
+        sim = simulation(Domain(d["lo"], d["hi"], d["periodic"], 3) if d["dim"] == 3 else
                          Domain(d["lo"][:2], d["hi"][:2], d["periodic"][:2], 2),
                          float(a["dt"]), gravity=np.asarray(a["gravity"]), comm=comm,
                          threads=threads, dims=dims,
                          approx=[k for k, bit in APPROX.items() if flags & bit],
                          no_ratch=bool(flags & NO_RATCH),
-                         scheme=None if scheme is None else NSCD(**scheme), **opts)
+                         scheme=from_description(json.loads(a["scheme"])), **opts)
         for m in json.loads(a["materials"]):
             sim.material(m.pop("name"), m.pop("density"), **m)
         for i, j, params in json.loads(a["pairs"]):
@@ -175,7 +178,7 @@ def read(path, comm=None, threads=None, dims=None):
             setattr(sim.planes, name, f["planes/" + name][...])
         sim.mesh_walls.load(f["mesh_walls"])
         sim.step_count, sim.time = int(a["step"]), float(a["time"])
-        sim._next_id, sim.n_rebuilds = int(a["next_id"]), int(a["n_rebuilds"])
+        sim.next_id, sim.n_rebuilds = int(a["next_id"]), int(a["n_rebuilds"])
         # particles: each rank keeps those in its subdomain
         own = {k: [] for k in list(FIELDS) + ["build_pos"]}
         pos = f["particles/pos"]
@@ -189,25 +192,17 @@ def read(path, comm=None, threads=None, dims=None):
                for k, v in own.items()}
         build_pos = own.pop("build_pos")
         sim.store.append_owned(own)
-        # contact rows whose particles this rank owns
+        # contact rows with a particle this rank owns (a wall's partner is no particle)
         ids = np.sort(own["id"])
-        width = sim._next_id + 1
-        for gname, attr, shift in (("pairs", "pairs", None), ("walls", "walls", PLANE_BITS),
-                                   ("facets", "facet_rows", FACET_BITS)):
-            keys, active, state = [], [], []
-            for start, key in _chunks(f[gname + "/key"]):
-                if gname == "pairs":
-                    first, second = key // width, key % width
-                    keep = np.isin(first, ids) | np.isin(second, ids)
-                else:
-                    keep = np.isin(key >> shift, ids)
-                k = np.flatnonzero(keep)
-                keys.append(key[k])
-                active.append(f[gname + "/active"][start:start + len(key)][k])
-                state.append(f[gname + "/state"][start:start + len(key)][k])
-            batch = ContactBatch.from_rows(np.concatenate(keys), np.concatenate(active),
-                                           np.concatenate(state)) if keys else ContactBatch()
-            batch.i1[:] = -1
-            setattr(sim, attr, batch)
-        sim._restore(build_pos, dirty=bool(a["dirty"]))
+        for name, kind in sim.interactions.items():
+            g = f["interactions/" + name]
+            rows = {"key": [], "active": [], "state": []}
+            for start, key in _chunks(g["key"]):
+                k = np.flatnonzero(np.any([np.isin(p, ids) for p in kind.key_particles(key)],
+                                          axis=0))
+                for col in rows:
+                    rows[col].append(g[col][start:start + len(key)][k])
+            kind.batch = ContactBatch.from_rows(*(np.concatenate(rows[c]) for c in rows)) \
+                if rows["key"] else ContactBatch()
+        sim.attach_restored(build_pos, dirty=bool(a["dirty"]))
     return sim

@@ -30,18 +30,8 @@ import os
 
 import numpy as np
 
+from .. import validate
 from ..errors import InputError
-
-
-def _positive(name, value):
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        v = float("nan")
-    if not (math.isfinite(v) and v > 0.0):
-        raise InputError("hourglass: %s must be a positive finite number, got %r"
-                         % (name, value))
-    return v
 
 
 def hourglass_outline(bulb_width, neck_width, height, funnel_angle=60.0, neck_length=None):
@@ -49,9 +39,9 @@ def hourglass_outline(bulb_width, neck_width, height, funnel_angle=60.0, neck_le
     left corner. funnel_angle: degrees between a funnel wall and the horizontal
     (0 < angle < 90); neck_length: length of the straight neck (default
     neck_width / 4; 0 gives a sharp neck)."""
-    W = _positive("bulb_width", bulb_width)
-    w = _positive("neck_width", neck_width)
-    H = _positive("height", height)
+    W = validate.positive("hourglass: bulb_width", bulb_width)
+    w = validate.positive("hourglass: neck_width", neck_width)
+    H = validate.positive("hourglass: height", height)
     a = float(funnel_angle)
     if not 0.0 < a < 90.0:
         raise InputError("hourglass: funnel_angle must be in (0, 90) degrees, got %r"
@@ -91,7 +81,7 @@ def build_hourglass_msh(path, bulb_width, neck_width, height, funnel_angle=60.0,
                          "geometry (pip install gmsh; on Debian it also needs libglu1-mesa "
                          "libgl1 libxcursor1 libxinerama1 libxft2): %s" % (err,))
     outline = hourglass_outline(bulb_width, neck_width, height, funnel_angle, neck_length)
-    lc = 0.5 * float(neck_width) if mesh_size is None else _positive("mesh_size", mesh_size)
+    lc = 0.5 * float(neck_width) if mesh_size is None else validate.positive("hourglass: mesh_size", mesh_size)
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
@@ -199,7 +189,7 @@ def fill_above(x0, x1, y_floor, radius, polydispersity=0.2, count=None, fill_hei
     none touches a wall. count: take the `count` lowest cells; fill_height: take the
     cells whose centre is less than fill_height above y_floor (one of the two is
     given). InputError when the outline has fewer cells than asked."""
-    r = _positive("radius", radius)
+    r = validate.positive("hourglass: radius", radius)
     pd = float(polydispersity)
     if not 0.0 <= pd < 1.0:
         raise InputError("fill: polydispersity must be in [0, 1), got %r" % (polydispersity,))
@@ -214,7 +204,7 @@ def fill_above(x0, x1, y_floor, radius, polydispersity=0.2, count=None, fill_hei
     dy = s * math.sqrt(3.0) / 2.0
     rows = np.arange(float(y_floor) + 0.5 * s, hi[1], dy)
     if fill_height is not None:
-        rows = rows[rows <= float(y_floor) + _positive("fill_height", fill_height)]
+        rows = rows[rows <= float(y_floor) + validate.positive("hourglass: fill_height", fill_height)]
     cols = np.arange(lo[0], hi[0] + s, s)
     sites = [np.c_[cols + (0.5 * s if k % 2 else 0.0), np.full(len(cols), y)]
              for k, y in enumerate(rows)]

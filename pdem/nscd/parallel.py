@@ -26,11 +26,12 @@ import numpy as np
 from mpi4py import MPI
 
 from ..domain import Domain
+from .. import validate
 from ..errors import InputError
 from ..parallel.decomposition import Decomposition
 from ..parallel.exchange import alltoallv_records, pack, record_dtype, unpack
 from ..parallel.ghosts import GhostExchange
-from .problem import GrainProblem, _positive
+from .problem import GrainProblem
 from .solve import exchange_ghost_velocities
 
 PER_GRAIN = ("x", "v", "omega", "r", "m", "inertia")
@@ -104,7 +105,7 @@ class ParallelGrainProblem(GrainProblem):
         """One NSCD step on all ranks (collective). Returns the number of sweeps (the
         same on every rank)."""
         self._check_solve(tol, dt, itmax)
-        alert = _positive("alert", alert, allow_zero=True)
+        alert = validate.positive("alert", alert, allow_zero=True)
         if solver not in ("nlgs", "jacobi"):
             raise InputError("solver must be one of ('nlgs', 'jacobi'), got %r" % (solver,))
         self._grains()

@@ -51,6 +51,7 @@ import numpy as np
 from .._kernels import facets as _fk
 from .._kernels import nscd as _k
 from ..contact.mesh import Mesh
+from .. import validate
 from ..errors import InputError, SimulationError
 from ..threads import thread_count
 from .facet_contacts import facet_contacts
@@ -59,53 +60,6 @@ from .solve import ContactSolve, ConvergenceWarning  # noqa: F401 (part of the A
 SOLVERS = ("nlgs", "jacobi")
 NORMAL_RULES = ("seed", "projected")
 KINDS = ("grain", "segment", "disk", "plane", "facet")
-
-
-def _positive(name, value, allow_zero=False):
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise InputError("%s must be a number, got %r" % (name, value)) from None
-    if not math.isfinite(v) or v < 0.0 or (v == 0.0 and not allow_zero):
-        raise InputError("%s must be a finite number %s 0, got %r"
-                         % (name, ">=" if allow_zero else ">", value))
-    return v
-
-
-def _vectors(name, value, dim, n=None):
-    """(k, dim) finite float array (a single vector is accepted as one row)."""
-    try:
-        a = np.array(value, dtype=float)
-    except (TypeError, ValueError):
-        raise InputError("%s must be an array of %d-vectors, got %r" % (name, dim, value)) \
-            from None
-    if a.ndim == 1 and a.shape[0] == dim and n in (None, 1):
-        a = a[None, :]
-    if a.ndim != 2 or a.shape[1] != dim or (n is not None and a.shape[0] != n):
-        raise InputError("%s must have shape (%s, %d), got %s"
-                         % (name, "n" if n is None else n, dim, a.shape))
-    bad = np.flatnonzero(~np.all(np.isfinite(a), axis=1))
-    if len(bad):
-        raise InputError("%s[%d] is not finite: %r" % (name, bad[0], a[bad[0]].tolist()))
-    return np.ascontiguousarray(a)
-
-
-def _scalars(name, value, n):
-    """(n,) float array from a scalar or n values, each finite and > 0."""
-    try:
-        a = np.array(value, dtype=float)
-    except (TypeError, ValueError):
-        raise InputError("%s must be a number or %d numbers, got %r" % (name, n, value)) \
-            from None
-    if a.ndim == 0:
-        a = np.full(n, float(a))
-    if a.shape != (n,):
-        raise InputError("%s must be a number or have shape (%d,), got %s" % (name, n, a.shape))
-    bad = np.flatnonzero(~(np.isfinite(a) & (a > 0.0)))
-    if len(bad):
-        raise InputError("%s[%d] must be a finite number > 0, got %r"
-                         % (name, bad[0], float(a[bad[0]])))
-    return np.ascontiguousarray(a)
 
 
 class GrainProblem:
@@ -131,20 +85,20 @@ class GrainProblem:
         self.dim = dim
         if gravity is None:
             gravity = (0.0, -9.81) if dim == 2 else (0.0, 0.0, -9.81)
-        self.gravity = _vectors("gravity", gravity, dim, 1)[0]
-        self.friction = _positive("friction", friction, allow_zero=True)
-        self.restitution = _positive("restitution", restitution, allow_zero=True)
+        self.gravity = validate.vectors("gravity", gravity, dim, 1)[0]
+        self.friction = validate.positive("friction", friction, allow_zero=True)
+        self.restitution = validate.positive("restitution", restitution, allow_zero=True)
         if self.restitution > 1.0:
             raise InputError("restitution must be in [0, 1], got %r" % (restitution,))
         if normal_rule not in NORMAL_RULES:
             raise InputError("normal_rule must be one of %s, got %r" % (NORMAL_RULES, normal_rule))
         self.normal_rule = normal_rule
         if relaxation is not None:
-            relaxation = _positive("relaxation", relaxation)
+            relaxation = validate.positive("relaxation", relaxation)
             if relaxation > 1.0:
                 raise InputError("relaxation must be in (0, 1], got %r" % (relaxation,))
         self.relaxation = relaxation
-        self.overlap_correction = _positive("overlap_correction", overlap_correction,
+        self.overlap_correction = validate.positive("overlap_correction", overlap_correction,
                                             allow_zero=True)
         if self.overlap_correction > 1.0:
             raise InputError("overlap_correction must be in [0, 1], got %r"
@@ -188,17 +142,17 @@ class GrainProblem:
         """Add grains at x (n, dim) with radii r (scalar or (n,)); give density (mass per
         unit thickness pi r^2 rho in 2D, 4/3 pi r^3 rho in 3D) or mass, not both
         (neither: density 1). Returns the indices of the new grains."""
-        x = _vectors("x", x, self.dim)
+        x = validate.vectors("x", x, self.dim)
         n = len(x)
-        r = _scalars("r", r, n)
+        r = validate.scalars("r", r, n)
         if density is not None and mass is not None:
             raise InputError("give density or mass, not both (density=%r, mass=%r)"
                              % (density, mass))
         if mass is None:
-            rho = _scalars("density", 1.0 if density is None else density, n)
+            rho = validate.scalars("density", 1.0 if density is None else density, n)
             mass = (math.pi * r ** 2 if self.dim == 2 else 4.0 / 3.0 * math.pi * r ** 3) * rho
-        m = _scalars("mass", mass, n)
-        v = np.zeros((n, self.dim)) if v is None else _vectors("v", v, self.dim, n)
+        m = validate.scalars("mass", mass, n)
+        v = np.zeros((n, self.dim)) if v is None else validate.vectors("v", v, self.dim, n)
         first = self.n
         k = 0.5 if self.dim == 2 else 0.4
         self.x = np.concatenate([self.x, x])
@@ -220,8 +174,8 @@ class GrainProblem:
         """Boundary segments from x0[k] to x1[k] ((k, dim) each). end_disks: add the
         seed's zero-radius boundary disks at their ends, once per distinct point
         (points already in `disks` are not repeated)."""
-        x0 = _vectors("x0", x0, self.dim)
-        x1 = _vectors("x1", x1, self.dim, len(x0))
+        x0 = validate.vectors("x0", x0, self.dim)
+        x1 = validate.vectors("x1", x1, self.dim, len(x0))
         length = np.linalg.norm(x1 - x0, axis=1)
         bad = np.flatnonzero(length == 0.0)
         if len(bad):
@@ -242,14 +196,14 @@ class GrainProblem:
 
     def add_disks(self, centres):
         """Boundary disks: radius 0, infinite mass, fixed."""
-        c = _vectors("centres", centres, self.dim)
+        c = validate.vectors("centres", centres, self.dim)
         self.disks = np.concatenate([self.disks, c])
 
     def add_planes(self, points, normals):
         """Infinite planes (lines in 2D) through points with normals pointing to the
         grains' side (normalized here); one-sided."""
-        p = _vectors("points", points, self.dim)
-        nv = _vectors("normals", normals, self.dim, len(p))
+        p = validate.vectors("points", points, self.dim)
+        nv = validate.vectors("normals", normals, self.dim, len(p))
         length = np.linalg.norm(nv, axis=1)
         bad = np.flatnonzero(length == 0.0)
         if len(bad):
@@ -317,7 +271,7 @@ class GrainProblem:
         grain-segment (foot of the perpendicular within the segment), grain-disk,
         grain-plane and grain-facet (closest point of the triangle) whose
         surface-to-surface distance is below `alert`. Returns the number of contacts."""
-        alert = _positive("alert", alert, allow_zero=True)
+        alert = validate.positive("alert", alert, allow_zero=True)
         self._grains()
         ids = self._global_ids()
         bad = np.flatnonzero(~np.all(np.isfinite(self.x), axis=1))
@@ -390,8 +344,8 @@ class GrainProblem:
 
     # ------------------------------------------------------------ solvers
     def _check_solve(self, tol, dt, itmax):
-        tol = _positive("tol", tol)
-        dt = _positive("dt", dt)
+        tol = validate.positive("tol", tol)
+        dt = validate.positive("dt", dt)
         if isinstance(itmax, bool) or not isinstance(itmax, (int, np.integer)) or itmax < 1:
             raise InputError("itmax must be an integer >= 1, got %r" % (itmax,))
         return tol, dt, int(itmax)
@@ -432,7 +386,7 @@ class GrainProblem:
         if solver not in SOLVERS:
             raise InputError("solver must be one of %s, got %r" % (SOLVERS, solver))
         tol, dt, itmax = self._check_solve(tol, dt, itmax)
-        _positive("alert", alert, allow_zero=True)
+        validate.positive("alert", alert, allow_zero=True)
         self._grains()
         self.v += self.gravity * dt
         self.detect_contacts(alert)

@@ -26,13 +26,17 @@ whose translations (rotations) are all blocked has infinite mass (inertia): its
 velocity is prescribed; blocking only some of them is refused.
 """
 import math
+import time
 
 import numpy as np
 
 from .._kernels import integrate
 from .._kernels import nscd as _k
 from ..contact.wall_motion import barycentric
+from .. import validate
+from ..contact.flags import NO_RATCH
 from ..errors import InputError
+from ..scheme.base import Scheme, register
 from .facet_contacts import facet_contacts
 from .solve import ContactSolve, exchange_ghost_velocities
 
@@ -41,20 +45,8 @@ NORMAL_RULES = ("seed", "projected")
 PAIR, PLANE, FACET = 0, 3, 4
 
 
-def _number(name, value, low, high=math.inf, low_open=True, none=False):
-    if value is None and none:
-        return None
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise InputError("NSCD: %s must be a number, got %r" % (name, value)) from None
-    if not (math.isfinite(v) and (v > low if low_open else v >= low) and v <= high):
-        raise InputError("NSCD: %s must be in %s%g, %g], got %r"
-                         % (name, "(" if low_open else "[", low, high, value))
-    return v
-
-
-class NSCD:
+@register
+class NSCD(Scheme):
     """Non-smooth contact dynamics for pdem.Simulation (see the module docstring).
 
     solver: "nlgs" (non-linear Gauss-Seidel) or "jacobi"; tol: a sweep converges when
@@ -67,6 +59,9 @@ class NSCD:
     (default 1 for the seed rule without friction, else 0.5); overlap_correction:
     fraction beta in [0, 1] of an overlap removed per step (seed: 0).
     After each step: `sweeps` and `residual` of its solve; `total_sweeps` so far."""
+    name = "nscd"
+    stiffness = False               # materials need friction and restitution only
+    lever_flags = NO_RATCH          # torques of the rows from the branch vectors -+r n
 
     def __init__(self, solver="nlgs", tol=None, itmax=1000, alert=None, normal_rule="seed",
                  relaxation=None, overlap_correction=0.0):
@@ -75,14 +70,13 @@ class NSCD:
         if normal_rule not in NORMAL_RULES:
             raise InputError("NSCD: normal_rule must be one of %s, got %r"
                              % (NORMAL_RULES, normal_rule))
-        if isinstance(itmax, bool) or not isinstance(itmax, (int, np.integer)) or itmax < 1:
-            raise InputError("NSCD: itmax must be an integer >= 1, got %r" % (itmax,))
-        self.solver, self.normal_rule, self.itmax = solver, normal_rule, int(itmax)
-        self.tol = _number("tol", tol, 0.0, none=True)
-        self.alert = _number("alert", alert, 0.0, low_open=False, none=True)
-        self.relaxation = _number("relaxation", relaxation, 0.0, 1.0, none=True)
-        self.overlap_correction = _number("overlap_correction", overlap_correction, 0.0, 1.0,
-                                          low_open=False)
+        self.solver, self.normal_rule = solver, normal_rule
+        self.itmax = validate.integer("NSCD: itmax", itmax)
+        self.tol = validate.number("NSCD: tol", tol, 0.0, none=True)
+        self.alert = validate.number("NSCD: alert", alert, 0.0, low_open=False, none=True)
+        self.relaxation = validate.number("NSCD: relaxation", relaxation, 0.0, 1.0, none=True)
+        self.overlap_correction = validate.number("NSCD: overlap_correction",
+                                                  overlap_correction, 0.0, 1.0, low_open=False)
         self.sweeps, self.residual, self.total_sweeps = 0, 0.0, 0
 
     def options(self):
@@ -95,18 +89,22 @@ class NSCD:
         the defaults at the first build (collective)."""
         if self.tol is None:
             g = float(np.linalg.norm(sim.gravity))
-            rmin = -sim._max(-(float(radius.min()) if len(radius) else math.inf))
+            rmin = -sim.collective.max(-(float(radius.min()) if len(radius) else math.inf))
             self.tol = 1e-2 * g * sim.dt ** 2 if g > 0 else (
                 2e-4 * rmin if math.isfinite(rmin) else 1e-9)
         if self.alert is None:
             self.alert = sim.skin
         return self.alert
 
+    def stats(self):
+        return {"solver_sweeps": self.sweeps}
+
     # ------------------------------------------------------------ the velocity update
-    def update_velocities(self, sim):
+    def advance(self, sim):
         """Free fall, contacts, solve and contact forces of one step (collective).
         Returns (problem message or None, index of a particle whose velocity is not
         finite or -1)."""
+        clock = time.perf_counter()
         st, n, n_own = sim.store, sim.store.n, sim.store.n_own
         zero = np.zeros((n, 3))
         integrate.kick(st.vel, st.angvel, zero, zero, st.mass, st.inertia, st.blocked,
@@ -119,7 +117,7 @@ class NSCD:
             relax = 1.0 if (self.normal_rule == "seed" and not np.any(mu_table > 0)) else 0.5
         w = st.angvel if sim.domain.dim == 3 else st.angvel[:, 2:]
         w = np.ascontiguousarray(w)
-        any_contacts = sim._max(float(len(contacts))) > 0
+        any_contacts = sim.collective.max(float(len(contacts))) > 0
         self.sweeps, self.residual = contacts.solve(
             self.solver, st.vel, w, st.radius, mass, inv_inertia, sim.dt, self.tol, self.itmax,
             n_own, beta=self.overlap_correction, projected=self.normal_rule == "projected",
@@ -131,10 +129,11 @@ class NSCD:
         self.total_sweeps += self.sweeps
         self._write_rows(sim, contacts, rows)
         problem = self._overlap_message(sim, contacts)
-        sim._sum_contact_forces()
+        sim.sum_forces()
         ok = np.all(np.isfinite(st.vel[:n_own]), axis=1) & \
             np.all(np.isfinite(st.angvel[:n_own]), axis=1)
         bad = int(np.argmin(ok)) if not ok.all() else -1
+        sim.timers["contact"] += time.perf_counter() - clock
         return problem, bad
 
     @staticmethod
@@ -144,7 +143,7 @@ class NSCD:
         if sim.size == 1 and st.n == st.n_own:
             return res
         exchange_ghost_velocities(sim.ghosts, st.vel, w, st.n_own, ghost_dv, ghost_dw)
-        return sim._max(res)
+        return sim.collective.max(res)
 
     def _masses(self, sim):
         """Masses and inverse inertias of the local particles for the solver: inf and
@@ -157,7 +156,7 @@ class NSCD:
         t = st.blocked & trans
         r = st.blocked & rot
         bad = np.flatnonzero(((t != 0) & (t != trans)) | ((r != 0) & (r != rot)))
-        sim._raise_if_any(None if not len(bad) else (
+        sim.collective.raise_if_any(None if not len(bad) else (
             "NSCD: particle id %d has only some of its %s blocked (blocked bits %d); block "
             "all translations and/or all rotations" % (
                 st.id[bad[0]], "translations" if t[bad[0]] not in (0, trans) else "rotations",
@@ -168,7 +167,7 @@ class NSCD:
 
     def _contacts(self, sim, mass, mu_table, e_table):
         """The step's potential contacts in solve order, and for each its row in its
-        batch: sim.pairs (batch 0), sim.walls (1) or sim.facet_rows (2). A contact
+        batch: the pair (batch 0), plane (1) or mesh (2) interaction kind. A contact
         between two bodies of infinite mass is left out (nothing to solve). mu_table,
         e_table: friction and restitution per material pair (MaterialTable.coefficients)."""
         st, alert = sim.store, self.alert
@@ -176,19 +175,20 @@ class NSCD:
         free = mass < math.inf
         parts = []          # (kind, batch rows, i, j, id_i, id_j, normal, gap, vb, pair index)
         # particle pairs: i = particle 1 of the Verlet pair (the lower id)
-        pr = sim.pairs
+        pairs = sim.interactions["pair"]
+        pr = pairs.batch
         normal, gap = np.empty((len(pr), 3)), np.empty(len(pr))
-        _k.verlet_pair_gaps(pr.i1, pr.i2, st.pos, st.image, sim._box_len, st.radius, normal,
+        _k.verlet_pair_gaps(pr.i1, pr.i2, st.pos, st.image, sim.box_length, st.radius, normal,
                             gap, sim.threads)
         k = np.flatnonzero((gap < alert) & (free[pr.i1] | free[pr.i2]))
         p1, p2 = pr.i1[k], pr.i2[k]
         # periodic images of owned particles: solved on the owned rows
-        o1, o2 = sim._owner1[k], sim._owner2[k]
+        o1, o2 = pairs.owner1[k], pairs.owner2[k]
         parts.append((PAIR, k, np.where(o1 >= 0, o1, p1), np.where(o2 >= 0, o2, p2),
                       st.id[p1], st.id[p2], normal[k], gap[k], np.zeros((len(k), 3)),
                       st.material[p1] * nmat + st.material[p2]))
         # planes: the particle (owned) is i
-        wl, pl = sim.walls, sim.planes
+        wl, pl = sim.interactions["plane"].batch, sim.planes
         nrm = pl.normal[wl.i2]
         gap = np.einsum("ij,ij->i", st.pos[wl.i1] - pl.point[wl.i2], nrm) - st.radius[wl.i1]
         k = np.flatnonzero((gap < alert) & free[wl.i1])
@@ -196,7 +196,7 @@ class NSCD:
         parts.append((PLANE, k, p, w, st.id[p], w, nrm[k], gap[k], pl.vel[w],
                       pl.material[w] * nmat + st.material[p]))
         # mesh facets: the particle (owned) is i
-        fr, mw = sim.facet_rows, sim.mesh_walls
+        fr, mw = sim.interactions["mesh"].batch, sim.mesh_walls
         if len(fr):
             k, nrm, gap, q = facet_contacts(st.pos, st.radius, fr.i1, fr.i2, mw.vertices,
                                             mw.facets, mw.normals, mw.side_off, alert,
@@ -234,12 +234,13 @@ class NSCD:
         force on body 2 (particle 2 of a pair, the particle of a wall contact) =
         impulse / dt, normal (local x axis: from particle 1 to 2, from the wall into the
         particle), u_x = gap, no moment (the torques b x F follow with the branch vectors
-        b = -+r n, Simulation._lever_flags); active: touching or carrying an impulse."""
+        b = -+r n: lever_flags); active: touching or carrying an impulse."""
         batch, row = rows
         n = contacts.normal
         force_i = (contacts.pn[:, None] * n + contacts.pt) / sim.dt     # on particle i
         live = (contacts.pn > 0.0) | (contacts.gap < 0.0)
-        for b, rec in enumerate((sim.pairs, sim.walls, sim.facet_rows)):
+        for b, kind in enumerate(("pair", "plane", "mesh")):
+            rec = sim.interactions[kind].batch
             rec.active[:] = 0
             sel = np.flatnonzero(batch == b)
             k = row[sel]

@@ -1,0 +1,328 @@
+"""Interaction kinds: the contact batches of a simulation, each one class registered
+once with its row layout, candidate list, kernel, force sum and public rows.
+
+A kind owns a ContactBatch (pdem.contact.store: one row of doubles per candidate,
+keyed by pdem.contact.keys) and says:
+  build(b)        the new candidate list at a neighbor rebuild, state carried over by key
+  owners()        for each particle slot of a row, the owned particle's index or -1
+                  (migration sends a row with each of its owned particles that moves)
+  key_particles(key)  the particle ids a key names (a checkpoint row goes to their owners)
+  attach(ids)     the owners from the keys, for rows read from a checkpoint
+  compute(...)    geometry + law of the explicit scheme (a kernel); a message on failure
+  add_forces(...) add the active rows to their owned particles in a fixed order
+  public()        the rows of contacts(): kind, wall, id1, id2, point, normal, ...
+  saved()         the rows a checkpoint writes (each contact once over all ranks)
+Simulation, migration, checkpoints, contacts(), n_contacts, the force sums and the
+HDF5 contact network iterate over KINDS; a new kind is one class here plus its kernel.
+Force sums go kind by kind in KINDS order, each particle's contributions within a kind
+in ascending partner (pairs first: their sums start from zero), the same bits on any
+number of ranks and threads.
+"""
+import numpy as np
+
+from .._kernels import cells, contacts as ck, facets as fk
+from . import keys
+from .store import NCOLS, ContactBatch
+
+KINDS = []                          # registered classes, in force-sum order
+
+
+def register(cls):
+    cls.code = len(KINDS)
+    KINDS.append(cls)
+    return cls
+
+
+class Build:
+    """What a kind's candidate search needs at a rebuild: n_own owned particles,
+    owner[k] the owned index of local particle k (a periodic image of an owned
+    particle: that particle; other ghosts -1), the list skin, the ghost cutoff, and
+    restore (first build after a restart: see Simulation._rebuild)."""
+
+    def __init__(self, n_own, owner, skin, cutoff, restore):
+        self.n_own, self.owner, self.skin, self.cutoff, self.restore = \
+            n_own, owner, skin, cutoff, restore
+
+
+def owned_index(wanted, ids):
+    """Index in `ids` of each of `wanted`, -1 where absent."""
+    if len(ids) == 0:
+        return np.full(len(wanted), -1, np.int32)
+    order = np.argsort(ids)
+    at = order[np.minimum(np.searchsorted(ids, wanted, sorter=order), len(ids) - 1)]
+    return np.where(ids[at] == wanted, at, -1).astype(np.int32)
+
+
+def overlap_message(sim, ratio, who):
+    return ("step %d (t=%.6g): overlap of %s is %.3g of the smaller radius (limit "
+            "max_overlap=%g): time step too large or stiffness too low"
+            % (sim.step_count, sim.time, who, ratio, sim.max_overlap))
+
+
+class Interaction:
+    name = None             # contacts()["kind"]
+    in_pass = False         # compute() can add its rows to the force sums (one thread)
+
+    def __init__(self, sim):
+        self.sim = sim
+        self.batch = ContactBatch()
+
+    def __len__(self):
+        return len(self.batch)
+
+    def n_active(self):
+        return int(np.count_nonzero(self.batch.active))
+
+    def saved(self):
+        return np.flatnonzero(self.batch.active)
+
+
+class WallContacts(Interaction):
+    """Contacts of an owned particle (body 2) with a wall (body 1): i1 is the owned
+    particle, i2 the wall's element (plane or facet); key = particle id << 32 | i2."""
+
+    def owners(self):
+        return (self.batch.i1,)
+
+    @staticmethod
+    def key_particles(key):
+        return (keys.particle(key),)
+
+    def attach(self, ids):
+        self.batch.i1[:] = owned_index(keys.particle(self.batch.key), ids)
+
+    def add_forces(self, f, t, flags, threads):
+        b, st = self.batch, self.sim.store
+        ck.add_wall_forces(b.i1, b.active, b.state, st.radius, flags, f, t)
+
+    def wall_of(self, element):
+        raise NotImplementedError
+
+    def public(self):
+        b, st = self.batch, self.sim.store
+        a = np.flatnonzero(b.active)
+        p = b.i1[a]
+        # the particle is body 2: c = x2 - (r2 + u_n / 2) n, the middle of the overlap
+        return _public_rows(self, a, np.full(len(a), -1, np.int64), st.id[p],
+                            self.wall_of(b.i2[a]), -1.0, p, p)
+
+
+def _public_rows(kind, a, id1, id2, wall, sign, at, body2):
+    """contacts() columns of the rows `a` of kind's batch: the point from particle `at`
+    (c = x + sign (r + u_n / 2) n), force on body 2 and its torque."""
+    b, sim = kind.batch, kind.sim
+    st = sim.store
+    normal, un = b.T[a, :3], b.u[a, 0]
+    out = {"kind": np.full(len(a), kind.name), "wall": np.asarray(wall, np.int64),
+           "id1": id1.astype(np.int64), "id2": id2.astype(np.int64),
+           "point": st.pos[at] + sign * normal * (st.radius[at] + 0.5 * un)[:, None],
+           "normal": normal, "overlap": -un, "force": b.force[a],
+           "torque": ck.contact_torques(b.state[a], st.radius[body2], 2, sim.lever_flags)}
+    for k in ("u", "phi", "u0", "phi0"):
+        out[k] = getattr(b, k)[a]
+    return out
+
+
+@register
+class PairContacts(Interaction):
+    """Particle pairs of the Verlet list, particle 1 the lower id, sorted by key; a
+    pair between ranks is computed on both from identical copies."""
+    name = "pair"
+    in_pass = True
+
+    def __init__(self, sim):
+        super().__init__(sim)
+        self.owner1 = self.owner2 = np.empty(0, np.int32)
+        self._gather = None                  # per-particle lists (threads > 1)
+
+    def build(self, b):
+        sim = self.sim
+        st = sim.store
+        order = np.argsort(st.id, kind="stable")
+        i1, i2 = cells.build_pairs(st.pos, st.image, sim.box_length, st.radius, st.id,
+                                   b.n_own, b.skin, order, sim.threads)
+        key = keys.make(st.id[i1], st.id[i2])
+        if st.n > b.n_own:          # periodic images make duplicates to drop
+            srt = np.argsort(key, kind="stable")
+            key, i1, i2 = key[srt], i1[srt], i2[srt]
+            first = np.ones(len(key), bool)
+            first[1:] = key[1:] != key[:-1]
+            key, i1, i2 = key[first], i1[first], i2[first]
+        rows = ContactBatch(i1, i2, key)
+        rows.carry_from(self.batch)
+        self.batch = rows
+        self.owner1, self.owner2 = b.owner[i1], b.owner[i2]
+        self._gather = None
+
+    def owners(self):
+        return (self.owner1, self.owner2)
+
+    @staticmethod
+    def key_particles(key):
+        return (keys.particle(key), keys.partner(key))
+
+    def attach(self, ids):
+        self.owner1, self.owner2 = (owned_index(p, ids) for p in self.key_particles(
+            self.batch.key))
+
+    def n_active(self):
+        return int(np.count_nonzero(self.batch.active[self.owner1 >= 0])) if len(self) else 0
+
+    def saved(self):
+        # each pair once: on the rank owning its first (lower-id) particle
+        return np.flatnonzero((self.batch.active != 0) & (self.owner1 >= 0))
+
+    def compute(self, table, nmat, f, t):
+        sim, b = self.sim, self.batch
+        st = sim.store
+        sums = (self.owner1, self.owner2, f, t) if f is not None else (None,) * 4
+        ratio, k = ck.sphere_sphere(b.i1, b.i2, st.pos, st.image, sim.box_length, st.vel,
+                                    st.angvel, st.radius, st.mass, st.material, table, nmat,
+                                    sim.dt, sim.flags, b.active, b.state, sim.threads, *sums,
+                                    periodic=any(sim.domain.periodic))
+        if k >= 0 and not (ratio <= sim.max_overlap):
+            return overlap_message(sim, ratio, "particles %d and %d"
+                                   % (st.id[b.i1[k]], st.id[b.i2[k]]))
+        return None
+
+    def add_forces(self, f, t, flags, threads):
+        b, st = self.batch, self.sim.store
+        none = (np.zeros(0, np.int32), np.zeros(0, np.int8), np.zeros((0, NCOLS)))
+        if threads == 1:
+            ck.scatter(self.owner1, self.owner2, b.active, b.state, *none, st.radius, flags,
+                       f, t)
+            return
+        if self._gather is None:
+            self._gather = ck.build_gather_lists(self.owner1, self.owner2, len(f)) + (
+                np.zeros(len(f) + 1, np.int64),)
+        start, entry, no_walls = self._gather
+        ck.gather(start, entry, b.active, b.state, no_walls, none[1], none[2], st.radius,
+                  flags, f, t, threads)
+
+    def public(self):
+        b, st = self.batch, self.sim.store
+        a = np.flatnonzero(b.active)
+        a = a[self.owner1[a] >= 0]
+        p, q = b.i1[a], b.i2[a]
+        return _public_rows(self, a, st.id[p], st.id[q], np.full(len(a), -1), 1.0, p, q)
+
+
+@register
+class PlaneContacts(WallContacts):
+    """Owned particles within the skin of an infinite plane (pdem.contact.walls)."""
+    name = "plane"
+    in_pass = True
+
+    def build(self, b):
+        sim = self.sim
+        st, pl = sim.store, sim.planes
+        wp, ww = cells.build_plane_pairs(st.pos, st.radius, b.n_own, pl.point, pl.normal, b.skin)
+        rows = ContactBatch(wp, ww, keys.make(st.id[wp], ww))
+        rows.carry_from(self.batch)
+        self.batch = rows
+
+    def wall_of(self, element):
+        return element
+
+    def compute(self, table, nmat, f, t):
+        sim, b = self.sim, self.batch
+        st, pl = sim.store, sim.planes
+        sums = (b.i1, f, t) if f is not None else ()
+        ratio, k = ck.sphere_plane(b.i1, b.i2, st.pos, st.vel, st.angvel, st.radius, st.mass,
+                                   st.material, pl.point, pl.normal, pl.vel, pl.material, table,
+                                   nmat, sim.dt, sim.flags, b.active, b.state, sim.threads,
+                                   *sums)
+        if k >= 0 and not (ratio <= sim.max_overlap):
+            return overlap_message(sim, ratio, "particle %d and plane %d"
+                                   % (st.id[b.i1[k]], b.i2[k]))
+        return None
+
+    def loads(self):
+        """Force ON each plane from this rank's contacts, (n_planes, 3)."""
+        f = np.zeros((len(self.sim.planes), 3))
+        a = np.flatnonzero(self.batch.active)
+        np.add.at(f, self.batch.i2[a], -self.batch.force[a])
+        return f
+
+
+@register
+class FacetContacts(WallContacts):
+    """Ball-facet candidates of the mesh walls (seed 004, pyx/facets.pyx), sorted by
+    (particle id, global facet), in groups of consecutive rows of one (particle, wall)."""
+    name = "mesh"
+
+    def __init__(self, sim):
+        super().__init__(sim)
+        self.groups = np.zeros(1, np.int64)
+        self.holder = np.zeros(0, np.int32)      # per row: its effective contact's row
+        self.n_local_facets = 0
+
+    def build(self, b):
+        """Only the facets whose box, enlarged by the skin, overlaps this rank's
+        subdomain plus ghost region are searched. restore: keep the walls' build
+        positions (see Simulation._rebuild)."""
+        sim = self.sim
+        st, mw = sim.store, sim.mesh_walls
+        if len(mw) == 0:
+            self.batch = ContactBatch()
+            self.groups = np.zeros(1, np.int64)
+            return
+        local = mw.local_facets(sim.dec.lo - b.cutoff, sim.dec.hi + b.cutoff, b.skin)
+        self.n_local_facets = len(local)
+        p, f = fk.facet_candidates(st.pos, st.radius, b.n_own, mw.vertices, mw.facets, local,
+                                   b.skin)
+        key = keys.make(st.id[p], f)
+        order = np.argsort(key, kind="stable")
+        rows = ContactBatch(p[order], f[order], key[order])
+        rows.carry_from(self.batch)
+        self.batch = rows
+        wall = mw.facet_wall[rows.i2]
+        new = np.ones(len(rows), bool)
+        new[1:] = (rows.i1[1:] != rows.i1[:-1]) | (wall[1:] != wall[:-1])
+        self.groups = np.r_[np.flatnonzero(new), len(rows)].astype(np.int64)
+        self.holder = np.full(len(rows), -1, np.int32)
+        if not b.restore:
+            mw.mark_built()
+
+    def wall_of(self, element):
+        return self.sim.mesh_walls.facet_wall[element]
+
+    def compute(self, table, nmat, f, t):
+        """Returns a message for an excessive overlap or an unresolvable group."""
+        sim, fr = self.sim, self.batch
+        st, mw = sim.store, sim.mesh_walls
+        if len(fr) == 0:
+            return None
+        ratio, k, crowded = fk.ball_facet(
+            self.groups, fr.i1, fr.i2, st.pos, st.vel, st.angvel, st.radius, st.mass,
+            st.material, mw.vertices, mw.facets, mw.normals, mw.facet_wall, mw.facet_edges,
+            mw.edge_facets, mw.vertex_facet_ptr, mw.vertex_facet_idx, mw.side_off,
+            mw.wall_material, mw.wall_cos_theta, mw.wall_full, mw.wall_rigid, mw.wall_v,
+            mw.wall_w, mw.wall_ref, mw.vertex_vel, table, nmat, sim.dt, sim.flags, fr.active,
+            fr.state, self.holder, sim.threads)
+        if crowded >= 0:
+            end = self.groups[np.searchsorted(self.groups, crowded, "right")]
+            return ("step %d: particle id %d is within the skin of %d facets of mesh wall %d "
+                    "(at most %d): the mesh is too fine for this ball size or the skin too "
+                    "large" % (sim.step_count, st.id[fr.i1[crowded]], end - crowded,
+                               mw.facet_wall[fr.i2[crowded]], fk.MAX_FACETS_PER_BALL))
+        if k >= 0 and not (ratio <= sim.max_overlap):
+            return ("step %d (t=%.6g): overlap of particle %d and mesh wall %d (facet %d) is "
+                    "%.3g of its radius (limit max_overlap=%g): time step too large or "
+                    "stiffness too low" % (sim.step_count, sim.time, st.id[fr.i1[k]],
+                                           mw.facet_wall[fr.i2[k]], fr.i2[k], ratio,
+                                           sim.max_overlap))
+        return None
+
+    def loads(self):
+        """This rank's active rows as {key, wall, force, moment}: force and moment ON the
+        wall (about its reference point W_r, seed 004)."""
+        sim, fr = self.sim, self.batch
+        st, mw = sim.store, sim.mesh_walls
+        a = np.flatnonzero(fr.active)
+        wall = mw.facet_wall[fr.i2[a]]
+        f = fr.force[a]
+        arm = st.pos[fr.i1[a]] - mw.reference_points()[wall]
+        return {"key": fr.key[a], "wall": wall, "force": -f,
+                "moment": -(np.cross(arm, f) + ck.contact_torques(
+                    fr.state[a], st.radius[fr.i1[a]], 2, sim.lever_flags))}

@@ -1,0 +1,112 @@
+"""The explicit scheme: contact forces from the force laws (L6Geom + law sub-models,
+seed 000) and the leap-frog kick v(t - dt/2) -> v(t + dt/2) (the default scheme)."""
+import math
+import time
+
+import numpy as np
+
+from .._kernels import integrate
+from ..errors import InputError
+from ..materials import COL
+from .base import Scheme, register
+
+
+@register
+class Explicit(Scheme):
+    """Explicit DEM: forces at t from every interaction kind, then the kick."""
+    name = "explicit"
+
+    def check(self, sim):
+        if sim.check_timestep:
+            check_timestep(sim)
+
+    def after_build(self, sim):
+        pairs = sim.interactions["pair"].batch
+        check_pair_laws(sim, pairs.i1, pairs.i2)
+
+    def advance(self, sim):
+        """Contact forces and their per-particle sums, then the kick. With one thread
+        the kinds that can add each contact to its particles as they go do so (in-pass
+        sums: the additions of add_forces, in its order, while the row is in cache)."""
+        clock = time.perf_counter()
+        st, nmat = sim.store, max(1, len(sim.materials.materials))
+        table = sim.materials.table()
+        f, t = st.force[:st.n_own], st.torque[:st.n_own]
+        in_pass = sim.threads == 1
+        messages = [kind.compute(table, nmat, *((f, t) if in_pass and kind.in_pass
+                                                else (None, None)))
+                    for kind in sim.interactions.values()]
+        problem = next((m for m in messages if m), None)
+        sim.sum_forces(skip_in_pass=in_pass)
+        t1 = time.perf_counter()
+        sim.timers["contact"] += t1 - clock
+        bad = integrate.kick(st.vel, st.angvel, st.force, st.torque, st.mass, st.inertia,
+                             st.blocked, sim.gravity, sim.dt, st.n_own, sim.threads)
+        sim.timers["integrate"] += time.perf_counter() - t1
+        return problem, bad
+
+    def energy_velocities(self, sim):
+        """v(t - dt/2) from v(t + dt/2) and the accelerations at t."""
+        st, n = sim.store, sim.store.n_own
+        acc = st.force[:n] / st.mass[:n, None] + sim.gravity
+        alpha = st.torque[:n] / st.inertia[:n, None]
+        for d in range(3):
+            acc[(st.blocked[:n] & (1 << d)) != 0, d] = 0.0
+            alpha[(st.blocked[:n] & (8 << d)) != 0, d] = 0.0
+        return st.vel[:n] - acc * sim.dt, st.angvel[:n] - alpha * sim.dt
+
+
+def check_pair_laws(sim, i1, i2):
+    """Every pair of materials in contact has a law (an InputError explains the pair)."""
+    mats = sim.materials
+    n = len(mats.materials)
+    if n == 0:
+        return
+    table = mats.table()
+    if np.all(np.isfinite(table[:, 0])):
+        return                         # every pair of materials has a defined law
+    st = sim.store
+    for c in np.unique(st.material[i1].astype(np.int64) * n + st.material[i2]):
+        if not np.isfinite(table[c, 0]):
+            mats.row(mats.materials[c // n], mats.materials[c % n])   # raises
+
+
+def check_timestep(sim):
+    """Refuse dt above the stability limit of the stiffest contact on the lightest
+    particle: 2 / omega with omega = sqrt(k_n / m*) (Hooke), or the Rayleigh time
+    pi R sqrt(rho / G) / (0.1631 nu + 0.8766) (Hertz). Collective."""
+    st, n = sim.store, sim.store.n_own
+    mats = sim.materials
+    nmat = len(mats.materials)
+    if nmat == 0:
+        return
+    # per material over all ranks: smallest mass, smallest and largest radius
+    stats = np.full((3, nmat), np.inf)
+    for mi in np.unique(st.material[:n]):
+        sel = st.material[:n] == mi
+        stats[:, mi] = (st.mass[:n][sel].min(), st.radius[:n][sel].min(),
+                        -st.radius[:n][sel].max())
+    stats = -sim.collective.max(-stats)
+    own_mat = np.flatnonzero(np.isfinite(stats[0]))
+    walls = np.unique(np.r_[sim.planes.material, sim.mesh_walls.wall_material])
+    limits = []
+    for mi in own_mat:
+        m_min, r_min, r_max = stats[0, mi], stats[1, mi], -stats[2, mi]
+        a = mats.materials[mi]
+        for b in [mats.materials[j] for j in own_mat] + [mats.materials[j] for j in walls]:
+            p, estar, gstar = mats.pair_params(a, b)
+            if p["law"] == "hertz":
+                g = a.young / (2 * (1 + a.poisson))
+                limits.append((math.pi * r_min * math.sqrt(a.density / g)
+                               / (0.1631 * a.poisson + 0.8766),
+                               "Rayleigh time of material %r" % a.name))
+            else:
+                row = mats.row(a, b)
+                kn = row[COL["kn0"]] + row[COL["kn1"]] * r_max
+                limits.append((2.0 * math.sqrt(0.5 * m_min / kn),
+                               "2 sqrt(m*/k_n) of pair (%r, %r)" % (a.name, b.name)))
+    if limits:
+        crit, what = min(limits)
+        if sim.dt > crit:
+            raise InputError("dt = %g is above the critical time step %g (%s); reduce dt or "
+                             "pass check_timestep=False" % (sim.dt, crit, what))
