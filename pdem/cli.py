@@ -19,7 +19,8 @@ import numpy as np
 from mpi4py import MPI
 
 import pdem
-from pdem.simulation import PHASES
+from pdem.contact.kinds import KINDS
+from pdem.diagnostics import PHASES
 
 STATUS = "status"                   # <out>/status: running | interrupted | finished | failed
 
@@ -155,15 +156,15 @@ class Log:
                                 rate, eta))
             sys.stdout.flush()
             return
-        nscd = self.sim.scheme is not None                # + sweeps of the last step
+        stats = self.sim.scheme.stats()                    # e.g. NSCD's sweeps of the last step
         if not self.header:
             print("%10s %13s %10s %9s %12s %11s %9s" % ("step", "time", "particles", "contacts",
                                                       "kinetic", "p-steps/s", "left")
-                  + (" %7s" % "sweeps" if nscd else ""))
+                  + "".join(" %7s" % name.replace("solver_", "") for name in stats))
             self.header = True
         print("%10d %13.6e %10d %9d %12.5e %11.4g %9s" % (s, self.sim.time, n_particles, n_contacts,
                                                         kinetic, rate, eta)
-              + (" %7d" % self.sim.scheme.sweeps if nscd else ""), flush=True)
+              + "".join(" %7d" % v for v in stats.values()), flush=True)
 
     def timing(self):
         stats = self.sim.timer_stats()                     # collective
@@ -328,9 +329,10 @@ def info(args):
             out += [("kind", "checkpoint (version %d)" % a["version"]),
                     ("step", int(a["step"])), ("time", "%.9g" % a["time"]), ("dt", "%.6g" % a["dt"]),
                     ("particles", len(f["particles/id"])),
-                    ("contacts", "%d (%d particle pairs, %d plane, %d mesh wall)" % (
-                        len(f["pairs/key"]) + len(f["walls/key"]) + len(f["facets/key"]),
-                        len(f["pairs/key"]), len(f["walls/key"]), len(f["facets/key"]))),
+                    ("contacts", "%d (%s)" % (
+                        sum(len(g["key"]) for g in f["interactions"].values()),
+                        ", ".join("%d %s" % (len(f["interactions"][k.name]["key"]), k.name)
+                                  for k in KINDS))),
                     ("planes", len(f["planes/point"])),
                     ("mesh walls", ", ".join("%s (%d facets)" % (w["name"], len(
                         f["mesh_walls/%d/facets" % i])) for i, w in enumerate(

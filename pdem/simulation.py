@@ -414,8 +414,13 @@ class Simulation:
 
     @property
     def needs_rebuild(self):
-        """Set-up changed since the last neighbor build (checkpoints)."""
+        """True when the next step rebuilds the neighbor lists whatever the particles
+        moved (set-up changed); set it to force a rebuild."""
         return self._dirty
+
+    @needs_rebuild.setter
+    def needs_rebuild(self, value):
+        self._dirty = bool(value) or self._dirty
 
     def attach_restored(self, build_pos, dirty):
         """After pdem.io.checkpoint.read filled particles and contact rows: attach each

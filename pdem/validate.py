@@ -52,8 +52,11 @@ def number(name, value, low=-math.inf, high=math.inf, low_open=True, none=False)
     except (TypeError, ValueError):
         raise InputError("%s must be a number, got %r" % (name, value)) from None
     if not (math.isfinite(v) and (v > low if low_open else v >= low) and v <= high):
-        raise InputError("%s must be a finite number in %s%g, %g], got %r"
-                         % (name, "(" if low_open else "[", low, high, value))
+        if low == 0 and high == math.inf:
+            what = "a positive finite number" if low_open else "a finite number >= 0"
+        else:
+            what = "a finite number in %s%g, %g]" % ("(" if low_open else "[", low, high)
+        raise InputError("%s must be %s, got %r" % (name, what, value))
     return v
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from h5py import h5fd, h5p, h5s
 from mpi4py import MPI
 
+from ..contact.kinds import KINDS
 from ..errors import InputError
 from .xdmf import XdmfIndex
 
@@ -27,10 +28,11 @@ PARTICLE_FIELDS = {"id": "1", "position": "L", "velocity": "L/T", "angular_veloc
                    "torque": "M L^2/T^2", "material": "1", "mass": "M"}
 DEFAULT_FIELDS = ("id", "position", "velocity", "angular_velocity", "orientation", "radius",
                   "force", "torque", "material")
-CONTACT_FIELDS = {"id1": "1", "id2": "1", "point": "L", "normal": "1", "force": "M L/T^2",
+CONTACT_FIELDS = {"kind": "1", "wall": "1", "id1": "1", "id2": "1", "point": "L", "normal": "1", "force": "M L/T^2",
                   "overlap": "L", "torque": "M L^2/T^2", "u": "L", "phi": "1", "u0": "L",
                   "phi0": "1"}
-DEFAULT_CONTACT_FIELDS = ("id1", "id2", "point", "normal", "force", "overlap")
+DEFAULT_CONTACT_FIELDS = ("kind", "wall", "id1", "id2", "point", "normal", "force", "overlap")
+KIND_NAMES = [k.name for k in KINDS]        # contacts/kind holds an index into these
 SERIES = {"step": (np.int64, "1"), "time": (np.float64, "T"),
           "kinetic_energy": (np.float64, "M L^2/T^2"),
           "rotational_energy": (np.float64, "M L^2/T^2"),
@@ -40,6 +42,14 @@ SERIES = {"step": (np.int64, "1"), "time": (np.float64, "T"),
 WALL_SERIES = {"wall_force": "M L/T^2", "mesh_wall_force": "M L/T^2",
                "mesh_wall_moment": "M L^2/T^2"}
 FORMAT = ("pdem-frames", 1)
+
+
+def kind_codes(kind):
+    """int8 index into KIND_NAMES of each contact's kind name."""
+    code = np.zeros(len(kind), np.int8)
+    for i, name in enumerate(KIND_NAMES):
+        code[kind == name] = i
+    return code
 
 
 def _choose(what, given, allowed, default):
@@ -207,7 +217,10 @@ class ResultFile:
             cg = g.create_group("contacts")
             for f in self.contact_fields:
                 rows = c[f].astype(np.float32) if (f == "point" and self.float32) else c[f]
-                d = self._rows(cg, f, rows, c0, nc, CONTACT_FIELDS[f])
+                d = self._rows(cg, f, kind_codes(rows) if f == "kind" else rows, c0, nc,
+                               CONTACT_FIELDS[f])
+                if f == "kind":
+                    d.attrs["names"] = KIND_NAMES
                 desc["contacts"][f] = (d.shape, d.dtype)
         planes, root = sim.planes, self.comm.rank == 0
         wg = g.create_group("walls")
@@ -243,7 +256,7 @@ class ResultFile:
         values = {"step": sim.step_count, "time": sim.time, "kinetic_energy": e["kinetic"],
                   "rotational_energy": e["rotational"], "gravity_energy": e["gravity"],
                   "n_particles": sim.n_particles, "n_contacts": sim.n_contacts,
-                  "solver_sweeps": 0 if sim.scheme is None else sim.scheme.sweeps}
+                  "solver_sweeps": sim.scheme.stats().get("solver_sweeps", 0)}
         for name, fn in self.series_extra.items():
             values[name] = float(fn(sim))
         loads = sim.mesh_wall_forces()

@@ -19,7 +19,7 @@ import numpy as np
 
 # numpy dtype kind + itemsize -> (NumberType, Precision)
 _NUMBER = {("f", 8): ("Float", "8"), ("f", 4): ("Float", "4"), ("i", 8): ("Int", "8"),
-           ("i", 4): ("Int", "4"), ("u", 1): ("UChar", "1"), ("u", 4): ("UInt", "4")}
+           ("i", 4): ("Int", "4"), ("u", 1): ("UChar", "1"), ("i", 1): ("Char", "1"), ("u", 4): ("UInt", "4")}
 
 
 def _data_item(parent, h5name, path, shape, dtype):

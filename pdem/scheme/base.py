@@ -58,7 +58,7 @@ class Scheme:
         return {}
 
     def stats(self):
-        return {"solver_sweeps": 0}
+        return {}
 
     def describe(self):
         return {"name": self.name, "options": self.options()}

@@ -1,6 +1,8 @@
 """Checkpoint files: a bad or damaged file is refused with its name, and a failed
 write never destroys the previous checkpoint."""
 
+import json
+
 import h5py
 import numpy as np
 import pytest
@@ -40,21 +42,36 @@ def test_truncated_or_damaged_checkpoint_is_refused(tmp_path):
     with pytest.raises(pdem.InputError, match="cut.h5"):
         pdem.restart(str(cut), comm=MPI.COMM_SELF)
     with h5py.File(path, "a") as f:
-        del f["pairs/state"]
-    with pytest.raises(pdem.InputError, match="run.h5.* truncated or corrupted: missing pairs/state"):
+        del f["interactions/pair/state"]
+    with pytest.raises(pdem.InputError, match="run.h5.* truncated or corrupted: missing "
+                                              "interactions/pair/state"):
         pdem.restart(path, comm=MPI.COMM_SELF)
     assert open(path, "rb").read(8) == data[:8]        # refused, not overwritten
 
 
-def test_checkpoint_of_another_format_version_is_refused(tmp_path):
-    """Version 1 stored contact rows of 30 doubles; reading them as 27 would shift every
-    contact's state, so the version is checked first."""
+@pytest.mark.parametrize("version", [1, 2])
+def test_checkpoint_of_another_format_version_is_refused(tmp_path, version):
+    """Version 1 stored contact rows of 30 doubles, version 2 keys whose layout depended
+    on the particle count: reading either would give contacts the wrong state, so the
+    version is checked first."""
     path = str(tmp_path / "old.h5")
     small_run(5).checkpoint(path)
     with h5py.File(path, "a") as f:
-        f.attrs["version"] = 1
+        f.attrs["version"] = version
     with pytest.raises(pdem.InputError, match="old.h5' is a pdem checkpoint of format "
-                                              "version 1; this pdem reads version 2 only"):
+                                              "version %d; this pdem reads version 3 only"
+                                              % version):
+        pdem.restart(path, comm=MPI.COMM_SELF)
+
+
+def test_contact_rows_of_another_layout_are_refused(tmp_path):
+    path = str(tmp_path / "rows.h5")
+    small_run(5).checkpoint(path)
+    with h5py.File(path, "a") as f:
+        layout = json.loads(f["interactions/pair"].attrs["layout"])
+        layout["ncols"] += 3
+        f["interactions/pair"].attrs["layout"] = json.dumps(layout)
+    with pytest.raises(pdem.InputError, match="rows.h5' has contact rows of another layout"):
         pdem.restart(path, comm=MPI.COMM_SELF)
 
 

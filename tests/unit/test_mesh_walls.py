@@ -37,7 +37,7 @@ def held_ball(sim, centre, radius=0.01, velocity=(0.0, 0.0, 0.0)):
 
 def mesh_contacts(sim):
     c = sim.contacts()
-    return {k: v[c["id1"] < -(1 << 16)] for k, v in c.items()}
+    return {k: v[c["kind"] == "mesh"] for k, v in c.items()}
 
 
 # ------------------------------------------------------------ kernel vs reference rules
@@ -48,9 +48,9 @@ def kernel_resolution(mesh, centre, radius, mode):
     held_ball(sim, centre, radius)
     sim.skin = 10.0                     # every facet is a candidate
     sim.step()
-    fr = sim.facet_rows
-    assert len(fr) == mesh.n_facets
-    return fr.i2.copy(), sim._facet_holder.copy()
+    facets = sim.interactions["mesh"]
+    assert len(facets) == mesh.n_facets
+    return facets.batch.i2.copy(), facets.holder.copy()
 
 
 CASES = [(shapes.rectangle((0, 0), (1, 1), 0.0, 4), (0.5, 0.5, 0.09), 0.1),

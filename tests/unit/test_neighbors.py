@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import pdem
+from pdem.contact import keys
 from pdem._kernels.cells import build_pairs
 
 
@@ -105,10 +106,9 @@ def make_sim(periodic, skin, dt=1e-5, lo=(0.0, 0.0, 0.0), hi=(1.0, 0.8, 1.2)):
 
 
 def sim_pair_ids(sim):
-    keys = sim.pairs.key
-    assert np.all(np.diff(keys) > 0), "pair keys must be sorted and unique"
-    base = sim._next_id + 1
-    return list(zip((keys // base).tolist(), (keys % base).tolist()))
+    key = sim.interactions["pair"].batch.key
+    assert np.all(np.diff(key) > 0), "pair keys must be sorted and unique"
+    return list(zip(keys.particle(key).tolist(), keys.partner(key).tolist()))
 
 
 @pytest.mark.parametrize("periodic", [(True, True, True), (True, False, True),
