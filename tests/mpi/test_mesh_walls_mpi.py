@@ -24,7 +24,7 @@ def test_stirred_mesh_box_identical_on_any_rank_count():
     sim = stirred_mesh_box(comm, check_ids=True)
     sim.run(steps=STEPS)
     got, loads = state(sim), sim.mesh_wall_forces()
-    local = comm.allgather(sim.n_local_facets)
+    local = comm.allgather(sim.interactions["mesh"].n_local_facets)
     ref = None
     if comm.rank == 0:
         alone = stirred_mesh_box(MPI.COMM_SELF)

@@ -15,7 +15,7 @@ from pdem.io import CONTACT_FIELDS, DEFAULT_CONTACT_FIELDS, PARTICLE_FIELDS, Res
 from scenes import corner_pile, sheared_box
 
 NUMBER = {("Float", "8"): np.float64, ("Float", "4"): np.float32, ("Int", "8"): np.int64,
-          ("Int", "4"): np.int32, ("UChar", "1"): np.uint8}
+          ("Int", "4"): np.int32, ("UChar", "1"): np.uint8, ("Char", "1"): np.int8}
 
 
 def root_value(value):
@@ -205,7 +205,7 @@ def test_no_particles_at_all(shared_dir):
 @pytest.mark.mpi(min_size=1)
 @pytest.mark.parametrize("options, message", [
     ({"fields": ["position", "velocty"]}, r"fields: unknown field 'velocty' \(allowed: id, position"),
-    ({"contacts": ["id1", "forse"]}, r"contacts: unknown field 'forse' \(allowed: id1, id2"),
+    ({"contacts": ["id1", "forse"]}, r"contacts: unknown field 'forse' \(allowed: kind, wall, id1, id2"),
     ({"every": 0}, r"every must be a positive integer"),
 ])
 def test_bad_options_raise_on_every_rank_before_writing(shared_dir, options, message):
