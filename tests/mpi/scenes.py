@@ -160,3 +160,29 @@ def nscd_conveyor(comm, solver="jacobi", tol=1e-4, n_side=6, layers=4, seed=7, *
     _stirrer(sim, m, 1.5, (0.1, 2.0), (3.0, 3.0), 2.0, 2)
     _rain(sim, m, rng, n_side, layers, 0.5, 0.98, 0.6)
     return sim
+
+
+def poured_box(comm, batches=10, every=150, seed=9, **options):
+    """A closed box filled by `batches` layers of 16 spheres (d = 1) added above the
+    bed every `every` steps (run_pour), as a pouring script would."""
+    dom = pdem.Domain((0, 0, 0), (5.0, 5.0, 14.0))
+    sim = pdem.Simulation(dom, dt=2e-3, gravity=(0, 0, -10.0), comm=comm, **options)
+    m = sim.material("grain", density=1.0, kn=5000.0, gamma_n=100.0, friction=0.4)
+    for point, normal in (((0, 0, 0), (0, 0, 1)), ((0, 0, 0), (1, 0, 0)), ((0, 0, 0), (0, 1, 0)),
+                          ((5, 5, 0), (-1, 0, 0)), ((5, 5, 0), (0, -1, 0))):
+        sim.add_plane(point, normal, m)
+    sim.pour = (np.random.default_rng(seed), m, batches, every)
+    return sim
+
+
+def run_pour(sim):
+    rng, m, batches, every = sim.pour
+    g = 0.8 + 1.1 * np.arange(4)
+    x, y = np.meshgrid(g, g, indexing="ij")
+    for _ in range(batches):
+        pos = np.column_stack([x.ravel(), y.ravel(), np.full(16, 12.5)])
+        pos[:, :2] += rng.uniform(-0.05, 0.05, (16, 2))
+        sim.add_spheres(pos, rng.uniform(0.45, 0.5, 16), m,
+                        velocities=np.column_stack([rng.normal(0, 0.3, (16, 2)),
+                                                    np.full(16, -2.0)]))
+        sim.run(steps=every)
