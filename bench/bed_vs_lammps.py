@@ -32,8 +32,6 @@ import json
 import math
 import os
 import re
-import shutil
-import subprocess
 import sys
 import time
 
@@ -45,7 +43,11 @@ import numpy as np  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
 import pdem  # noqa: E402
+from lammps_run import (find_lammps, parse_run, parse_state, run_input,  # noqa: E402,F401
+                        write_spheres_data)
+from lammps_run import version as lammps_version  # noqa: E402
 
 # ---------------------------------------------------------------- parameters (SI)
 RADIUS = 0.5e-3          # m (d = 1 mm)
@@ -184,22 +186,11 @@ def settle(n, seed, threads, max_steps, outdir, quiet=False):
 def write_data(path, bed, margin=0.0):
     """LAMMPS/LIGGGHTS data file of the bed; margin: the box reaches margin beyond the
     walls on every side (LIGGGHTS wants mesh walls strictly inside its box)."""
-    pos, vel, w = bed["pos"], bed["vel"], bed["angvel"]
     L, H = float(bed["L"]), float(bed["H"])
-    n = len(pos)
-    f = "%.17g"
     lo, hx, hz = -margin, L + margin, H + margin
-    with open(path, "w") as fh:
-        fh.write("pdem benchmark bed: %d spheres, radius %g m\n\n%d atoms\n1 atom types\n\n" % (n, RADIUS, n))
-        fh.write(("%s %s xlo xhi\n%s %s ylo yhi\n%s %s zlo zhi\n\n" % ((f,) * 6)) % (lo, hx, lo, hx, lo, hz))
-        fh.write("Atoms # sphere\n\n")
-        for i in range(n):
-            fh.write("%d 1 %.17g %.17g %.17g %.17g %.17g\n"
-                     % (i + 1, 2 * RADIUS, DENSITY, pos[i, 0], pos[i, 1], pos[i, 2]))
-        fh.write("\nVelocities\n\n")
-        for i in range(n):
-            fh.write("%d %.17g %.17g %.17g %.17g %.17g %.17g\n"
-                     % (i + 1, vel[i, 0], vel[i, 1], vel[i, 2], w[i, 0], w[i, 1], w[i, 2]))
+    write_spheres_data(path, "pdem benchmark bed: %d spheres, radius %g m" % (len(bed["pos"]), RADIUS),
+                       bed["pos"], bed["vel"], bed["angvel"], 2 * RADIUS, DENSITY,
+                       (lo, lo, lo), (hx, hx, hz))
 
 
 KERNELS = {"contacts": ("sphere_sphere", "sphere_plane", "gather", "scatter",
@@ -317,18 +308,6 @@ write_dump      all custom {dump} id x y z modify sort id format float %.17g
 """
 
 
-def find_lammps():
-    for name in ("lmp", "lmp_serial", "lmp_mpi", "lammps"):
-        p = shutil.which(name)
-        if p:
-            return p
-    return None
-
-
-def parse_state(line):
-    return {k: float(v) for k, v in re.findall(r"(\w+)=(\S+)", line)}
-
-
 def run_lammps(lmp, data, bed, steps, outdir, launcher=(), tag=""):
     """launcher: command prefix (e.g. mpirun -n 2); tag: suffix of the work files' names."""
     dump = os.path.join(outdir, "lammps_final%s.dump" % tag)
@@ -337,30 +316,9 @@ def run_lammps(lmp, data, bed, steps, outdir, launcher=(), tag=""):
     with open(inp, "w") as fh:
         fh.write(LMP_INPUT.format(data=data, kn=KN, kt=KT, gn=GAMMA_N, gt=GAMMA_T, mu=MU, skin=SKIN,
                                   dt=DT, g=GRAVITY, L=float(bed["L"]), steps=steps, dump=dump))
-    env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    cmd = list(launcher) + [lmp, "-in", inp, "-log", log, "-screen", "none", "-nocite"]
-    t0 = time.perf_counter()
-    res = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    total = time.perf_counter() - t0
-    text = open(log).read() if os.path.exists(log) else ""
-    if res.returncode != 0 or "BENCH_END" not in text:
-        tail = "\n".join((text or res.stdout + res.stderr).splitlines()[-30:])
-        raise RuntimeError("LAMMPS failed (%s, exit %d):\n%s" % (" ".join(cmd), res.returncode, tail))
-    loops = re.findall(r"Loop time of (\S+) on (\d+) procs for (\d+) steps with (\d+) atoms", text)
-    loop, procs, nsteps, natoms = loops[-1]
-    loop, procs, nsteps, natoms = float(loop), int(procs), int(nsteps), int(natoms)
-    # the timing table of the last run
-    last = text[text.rfind("Loop time of"):]
-    breakdown = {}
-    for sec in ("Pair", "Neigh", "Comm", "Output", "Modify", "Other"):
-        m = re.search(r"^%s\s*\|[^|]*\|\s*([-+.eE0-9]+)" % sec, last, re.M)
-        if m:
-            breakdown[sec.lower()] = float(m.group(1))
-    cpu_pct = re.search(r"([.0-9]+)% CPU use", last)
-    cpu = loop * float(cpu_pct.group(1)) / 100.0 if cpu_pct else None
-    nb = re.search(r"Neighbor list builds = (\d+)", last)
-    dang = re.search(r"Dangerous builds = (\d+)", last)
+    text, total = run_input(lmp, inp, log, launcher)
+    run = parse_run(text)          # the timed run (the last one)
+    natoms = run["particles"]
     start = parse_state(re.search(r"^BENCH_START (.*)$", text, re.M).group(1))
     end = parse_state(re.search(r"^BENCH_END (.*)$", text, re.M).group(1))
     d = 2 * RADIUS
@@ -372,13 +330,13 @@ def run_lammps(lmp, data, bed, steps, outdir, launcher=(), tag=""):
     dump_txt = open(dump).read().splitlines()
     final = np.array([[float(x) for x in ln.split()[1:4]] for ln in dump_txt[9:]])
     return {
-        "particles": natoms, "steps": nsteps, "procs": procs, "wall_s": loop, "cpu_s": cpu,
-        "process_wall_s": total,
-        "particle_steps_per_s_per_core": natoms * nsteps / loop / procs,
-        "timers_s": breakdown, "n_rebuilds": int(nb.group(1)) if nb else None,
-        "dangerous_builds": int(dang.group(1)) if dang else None,
+        "particles": natoms, "steps": run["steps"], "procs": run["procs"], "wall_s": run["wall_s"],
+        "cpu_s": run["cpu_s"], "process_wall_s": total,
+        "particle_steps_per_s_per_core": natoms * run["steps"] / run["wall_s"] / run["procs"],
+        "timers_s": run["timers_s"], "n_rebuilds": run["n_rebuilds"],
+        "dangerous_builds": run["dangerous_builds"],
         "start": conv(start), "end": conv(end), "final_pos": final, "binary": lmp,
-        "version": (re.search(r"LAMMPS \((.*?)\)", text) or [None, "?"])[1],
+        "version": lammps_version(text),
     }
 
 
