@@ -133,7 +133,7 @@ def pdem_state(sim):
     """Diagnostics of a pdem simulation's current state."""
     p = sim.particles()
     c = sim.contacts()
-    pair = c["id1"] >= 0
+    pair = c["kind"] == "pair"
     e = sim.energy()
     n = len(p["id"])
     return {
@@ -263,7 +263,8 @@ def run_pdem(bed, steps, threads, profile=False, approx=()):
         "particles": n, "steps": steps, "threads": threads, "wall_s": wall, "cpu_s": cpu,
         "particle_steps_per_s_per_core": n * steps / wall / threads,
         "timers_s": timers, "n_rebuilds": sim.n_rebuilds - rebuilds_before,
-        "pair_candidates": int(len(sim.pairs)), "wall_candidates": int(len(sim.walls)),
+        "pair_candidates": len(sim.interactions["pair"]),
+        "wall_candidates": len(sim.interactions["plane"]),
         "start": start, "end": end,
         "final_pos": p["position"].copy(), "initial_pos": bed["pos"],
     }

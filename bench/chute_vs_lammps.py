@@ -134,7 +134,7 @@ def pdem_state(sim):
     c = sim.contacts()
     m, v = p["mass"], p["velocity"]
     n, vx, mz, mass, pairs = sim.global_sum([len(m), v[:, 0].sum(), (m * p["position"][:, 2]).sum(),
-                                             m.sum(), np.count_nonzero(c["id1"] >= 0)])
+                                             m.sum(), np.count_nonzero(c["kind"] == "pair")])
     return {"ke": e["kinetic"], "erot": e["rotational"], "vx": vx / n, "zcom": mz / mass,
             "contacts": 2.0 * pairs / n}
 

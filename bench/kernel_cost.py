@@ -51,9 +51,9 @@ def child(args):
     contacts.openmp_max_threads()
     sim.run(steps=args.steps)
     contacts.openmp_max_threads()
-    n_act = int(np.count_nonzero(sim.pairs.active))
+    n_act = int(np.count_nonzero(sim.interactions["pair"].batch.active))
     print("CHILD particles=%d candidates=%d active=%d walls_active=%d rebuilds=%d" % (
-        sim.n_particles, len(sim.pairs), n_act, int(np.count_nonzero(sim.walls.active)),
+        sim.n_particles, len(sim.interactions["pair"]), n_act, sim.interactions["plane"].n_active(),
         sim.n_rebuilds - rebuilds))
 
 

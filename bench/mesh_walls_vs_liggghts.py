@@ -84,7 +84,7 @@ def run_pdem(bed, steps, mesh):
     c = sim.contacts()
     n = len(bed["pos"])
     return {"wall_s": wall, "cpu_s": cpu, "rate": n * steps / wall,
-            "wall_contacts": int(np.count_nonzero(c["id1"] < 0))}
+            "wall_contacts": int(np.count_nonzero(c["kind"] != "pair"))}
 
 
 def run_liggghts(exe, data, bed, steps, walls, stl, outdir, tag):

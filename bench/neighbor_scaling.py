@@ -116,7 +116,7 @@ def measure(sim, repeat, threads):
     sim.run(steps=1)                               # warm-up, builds the lists
     st = sim.store
     order = np.argsort(st.id, kind="stable")
-    t_kernel = best(lambda: cells.build_pairs(st.pos, st.image, sim._box_len, st.radius, st.id,
+    t_kernel = best(lambda: cells.build_pairs(st.pos, st.image, sim.box_length, st.radius, st.id,
                                               st.n_own, sim.skin, order, threads), repeat)
     t_rebuild = best(sim._rebuild, repeat)
     # steps without a rebuild: time each, keep those where no rebuild happened
@@ -130,7 +130,7 @@ def measure(sim, repeat, threads):
             plain.append(dt)
     forced = []
     for _ in range(repeat):
-        sim._dirty = True                          # force a rebuild in this step
+        sim.needs_rebuild = True                   # force a rebuild in this step
         t = CLOCK()
         sim.step()
         forced.append(CLOCK() - t)
@@ -138,8 +138,8 @@ def measure(sim, repeat, threads):
     n = sim.n_particles
     return {"particles": n, "build_pairs_s": t_kernel, "rebuild_s": t_rebuild,
             "step_s": min(plain) if plain else float("nan"), "step_rebuild_s": min(forced),
-            "candidates_per_particle": 2.0 * len(sim.pairs) / n,
-            "contacts_per_particle": 2.0 * int((c["id1"] >= 0).sum()) / n}
+            "candidates_per_particle": 2.0 * len(sim.interactions["pair"]) / n,
+            "contacts_per_particle": 2.0 * int((c["kind"] == "pair").sum()) / n}
 
 
 def exponent(ns, ts):

@@ -168,12 +168,13 @@ def worker_pdem(args):
     stats = sim.comm_stats()
     # active contacts whose two particles this rank holds; those with a ghost are
     # computed by both ranks (extra work of the decomposition)
-    act = sim.pairs.active != 0
-    with_ghost = act & ((sim.pairs.i1 >= sim.store.n_own) | (sim.pairs.i2 >= sim.store.n_own))
+    pairs = sim.interactions["pair"].batch
+    act = pairs.active != 0
+    with_ghost = act & ((pairs.i1 >= sim.store.n_own) | (pairs.i2 >= sim.store.n_own))
     rows = comm.allgather({"rebuilds": sim.n_rebuilds - reb0, "migrated": sim.n_migrated - mig0,
                            "balances": sim.n_balances, "active_contacts": int(act.sum()),
                            "active_with_ghost": int(with_ghost.sum()),
-                           "wall_contacts": int(np.count_nonzero(sim.walls.active)),
+                           "wall_contacts": sim.interactions["plane"].n_active(),
                            "subdomain_lo": sim.dec.lo.tolist(), "subdomain_hi": sim.dec.hi.tolist(),
                            "record_bytes": int(np.dtype([(k, v.dtype, v.shape[1:]) for k, v in
                                                          sim.store.owned().items()]).itemsize)})

@@ -125,7 +125,7 @@ def main():
     phases = sim.timer_stats()
     if not root:
         return
-    pair = c["id1"] >= 0
+    pair = c["kind"] == "pair"
     weight = float(np.sum(p["mass"])) * 9.81
     top = np.sort(p["position"][:, 2] + p["radius"])[-int(0.05 * n):].mean()
     vol = float(np.sum(4 / 3 * math.pi * p["radius"] ** 3))
