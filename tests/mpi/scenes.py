@@ -6,12 +6,14 @@ import pdem
 from pdem.contact import shapes
 
 
-def sheared_box(comm, dim=3, threads=1, n_side=None, layers=None, seed=5, **options):
+def sheared_box(comm, dim=3, threads=1, n_side=None, layers=None, seed=5, batches=1, **options):
     """A granular layer sheared between two frictional plane walls moving in opposite
     directions along x, periodic on the other axes, started on a jittered lattice
     with random velocities plus a linear shear profile, under gravity towards the lower wall: particles cross subdomain
     boundaries all the time and contacts slide; the walls also close in slowly. 3D: n_side^2 * layers spheres;
-    2D: n_side * layers disks (defaults: 2028 spheres, 2000 disks)."""
+    2D: n_side * layers disks (defaults: 2028 spheres, 2000 disks). batches: number of
+    add_spheres calls the particles are added in (consecutive slices, in the same order,
+    so with the same ids)."""
     n_side = n_side or (13 if dim == 3 else 80)
     layers = layers or (12 if dim == 3 else 25)
     rng = np.random.default_rng(seed)
@@ -50,7 +52,8 @@ def sheared_box(comm, dim=3, threads=1, n_side=None, layers=None, seed=5, **opti
     sim.add_plane(lo, normal, grain, velocity=(-2.0 + squeeze[0], squeeze[1], squeeze[2]))
     normal[up] = -1.0
     sim.add_plane(hi, normal, grain, velocity=(2.0 - squeeze[0], -squeeze[1], -squeeze[2]))
-    sim.add_spheres(pos[:, :3] if dim == 3 else pos[:, :2], radius, grain, velocities=vel[:, :dim])
+    for part in np.array_split(np.arange(n), batches):
+        sim.add_spheres(pos[part, :dim], radius[part], grain, velocities=vel[part, :dim])
     return sim
 
 

@@ -28,12 +28,21 @@ def brute(p, tri):
     return cands[np.argmin(d)], d.min()
 
 
-def sampled_min(P, tri, n=30):
+SAMPLES = 30
+
+
+def sampled_min(P, tris, n=SAMPLES):
+    """Distance of each P[k] (m, 3) to the nearest of the (n+1)(n+2)/2 points of a
+    regular grid on its triangle tris[k] (m, 3, 3): points of the triangle, so the true
+    distance is never larger; and every point of the triangle lies within one grid cell
+    (edges at most longest edge / n) of a grid point, so it is never smaller than the
+    sampled one minus longest edge / n."""
     i, j = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
     keep = i + j <= n
     w = np.c_[i[keep], j[keep]] / n
-    pts = tri[0] + w[:, :1] * (tri[1] - tri[0]) + w[:, 1:] * (tri[2] - tri[0])
-    return np.min(np.linalg.norm(P[:, None, :] - pts[None], axis=2), axis=1)
+    a, b, c = tris[:, 0, None], tris[:, 1, None], tris[:, 2, None]
+    pts = a + w[None, :, :1] * (b - a) + w[None, :, 1:] * (c - a)      # (m, points, 3)
+    return np.min(np.linalg.norm(P[:, None, :] - pts, axis=2), axis=1)
 
 
 def run(P, tris, threads=1):
@@ -76,7 +85,9 @@ def aspect(tri):
 
 def compare(P, tris):
     q, d, reg, bary = run(P, tris)
-    smin = sampled_min(P, tris[0]) if len({id(t) for t in tris}) == 1 else None
+    # the sampling oracle, on every query's own triangle (it used to run only when all
+    # triangles were the same object, which rows of an ndarray never are)
+    smin = sampled_min(P, tris)
     for k in range(len(P)):
         scale = np.abs(tris[k]).max() + np.abs(P[k]).max()
         tol = 16 * EPS * scale * (1 + aspect(tris[k]))   # first-order round-off bound
@@ -85,8 +96,11 @@ def compare(P, tris):
         assert np.linalg.norm(q[k] - qb) <= tol, (k, q[k], qb, tol)
         assert abs(d[k] - np.linalg.norm(q[k] - P[k])) <= 1e-14 * scale
         check_region(q[k], reg[k], bary[k], tris[k], scale)
-        if smin is not None:
-            assert d[k] <= smin[k] + 1e-12 * scale
+        # no point of the triangle is nearer than the kernel's (up to the same round-off
+        # bound), and the kernel's is no nearer than the grid's resolution allows
+        longest = np.max(np.linalg.norm(tris[k] - tris[k][[1, 2, 0]], axis=1))
+        assert d[k] <= smin[k] + tol, (k, d[k], smin[k], tol)
+        assert smin[k] <= d[k] + longest / SAMPLES + tol, (k, d[k], smin[k], longest)
     return q, d, reg
 
 

@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 SCRIPT = """
 from mpi4py import MPI
 import pdem
@@ -23,6 +25,8 @@ def test_exception_on_one_rank_aborts_the_job(tmp_path):
     script = tmp_path / "fail.py"
     script.write_text(SCRIPT)
     env = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1")
+    # the pdem of this checkout (as the parent's), not whichever one is installed
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     run = subprocess.run(["mpirun", "-n", "2", sys.executable, "-m", "mpi4py", str(script)],
                          capture_output=True, text=True, timeout=120, env=env)
     assert run.returncode != 0

@@ -22,6 +22,8 @@ import pytest
 
 import pdem
 
+pytestmark = pytest.mark.slow     # validation: not in the fast loop (-m "not slow")
+
 RHO = 1000.0
 R_MEAN = 0.01
 NSUB = 1000          # steps per contact time

@@ -24,6 +24,8 @@ import pytest
 
 import pdem
 
+pytestmark = pytest.mark.slow     # validation: not in the fast loop (-m "not slow")
+
 NSUB = 2000
 RIGID = 1.0e30
 

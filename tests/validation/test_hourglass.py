@@ -19,7 +19,7 @@ import os
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.validation
+pytestmark = [pytest.mark.validation, pytest.mark.slow]   # not in the fast loop (-m "not slow")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RUN = os.path.join(ROOT, "examples", "hourglass", "run.py")

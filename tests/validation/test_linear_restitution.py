@@ -24,6 +24,8 @@ import pytest
 
 import pdem
 
+pytestmark = pytest.mark.slow     # validation: not in the fast loop (-m "not slow")
+
 R = 0.01            # m
 RHO = 2500.0        # kg/m3
 KN = 1.0e5          # N/m

@@ -17,6 +17,8 @@ import pytest
 
 import pdem
 
+pytestmark = pytest.mark.slow     # validation: not in the fast loop (-m "not slow")
+
 E, NU, RHO, R = 3.8e11, 0.23, 4000.0, 2.5e-3
 SPEED, MU, REST = 3.9, 0.092, 0.98
 NSUB = 2000
