@@ -29,7 +29,7 @@ from .contact.mesh_walls import DEFAULT_CUTOFF_DEGREES, MeshWalls
 from .contact.walls import Planes
 from .domain import Domain
 from .errors import InputError, SimulationError
-from .io.signals import CheckpointExit, SignalCheckpoint  # noqa: F401 (part of the API)
+from .signals import CheckpointExit, SignalCheckpoint  # noqa: F401 (part of the API)
 from .lost_particles import handle_lost
 from .materials import MaterialTable
 from .parallel.decomposition import Decomposition
@@ -45,13 +45,11 @@ PHASES = diagnostics.PHASES
 class Simulation:
     """A DEM simulation on a box `domain` with time step `dt`.
 
-    Parameters: gravity (3-vector); comm: mpi4py communicator (default
-    MPI.COMM_WORLD); dims: ranks per axis (default MPI.Compute_dims); balance:
-    imbalance max/mean of owned particles that triggers moving the subdomain cuts
-    (checked at neighbor rebuilds; None: never); check_ids: debug check, every step,
-    that the set of global ids is preserved (one Allgatherv per step); skin: Verlet
-    skin / alert distance (default 0.1 x the largest diameter, fixed at
-    the first step); threads: OpenMP threads per rank (default OMP_NUM_THREADS);
+    Parameters: gravity (3-vector); comm: mpi4py communicator (default COMM_WORLD);
+    dims: ranks per axis (default MPI.Compute_dims); balance: max/mean of owned
+    particles over ranks that moves the cuts (at rebuilds; None: never); check_ids:
+    debug check, every step, that no id is lost or duplicated; skin: Verlet skin
+    (default 0.1 x the largest diameter); threads: OpenMP threads per rank;
     approx: L6Geom approximation flags, any of 'mid_normal', 'no_renorm_mid_normal',
     'mid_trsf', 'no_renorm_trsf'; no_ratch: branch vectors r n (seed 000); lost:
     'error' or 'remove' for particles leaving a non-periodic box; check_timestep:
@@ -66,8 +64,9 @@ class Simulation:
                  dims=None, balance=1.2, check_ids=False, scheme=None):
         if not isinstance(domain, Domain):
             raise InputError("domain must be a pdem.Domain, got %r" % (domain,))
-        if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
+        if not isinstance(dt, (int, float)):
             raise InputError("dt must be a positive finite number, got %r" % (dt,))
+        validate.positive("dt", dt)
         g = validate.vector("gravity", gravity)
         if balance is not None and not (isinstance(balance, (int, float)) and balance > 1.0):
             raise InputError("balance must be a threshold > 1 (max/mean particles per rank) "
@@ -77,8 +76,7 @@ class Simulation:
             raise InputError("approx: unknown flag(s) %s (known: %s)" % (sorted(unknown), sorted(APPROX)))
         if lost not in ("error", "remove"):
             raise InputError("lost must be 'error' or 'remove', got %r" % (lost,))
-        if skin is not None and not (math.isfinite(skin) and skin > 0):
-            raise InputError("skin must be a positive number, got %r" % (skin,))
+        validate.number("skin", skin, 0.0, none=True)
         if scheme is not None and not isinstance(scheme, Scheme):
             raise InputError("scheme must be None or a time-stepping scheme (pdem.Explicit(), "
                              "pdem.NSCD(...)), got %r" % (scheme,))
@@ -258,18 +256,7 @@ class Simulation:
     def run(self, steps=None, until=None):
         """Advance by `steps` steps or until time `until` (the first step whose time
         reaches until - dt/2)."""
-        if (steps is None) == (until is None):
-            raise InputError("run: give exactly one of steps or until, got steps=%r until=%r"
-                             % (steps, until))
-        if steps is not None:
-            if int(steps) != steps or steps < 0:
-                raise InputError("run: steps must be a non-negative integer, got %r" % (steps,))
-            n = int(steps)
-        else:
-            if not math.isfinite(until):
-                raise InputError("run: until must be finite, got %r" % (until,))
-            n = max(0, int(math.floor((until - self.time) / self.dt + 0.5)))
-        for _ in range(n):
+        for _ in range(validate.steps_to_run(steps, until, self.time, self.dt)):
             self.step()
 
     def step(self):
@@ -423,9 +410,8 @@ class Simulation:
         self._dirty = bool(value) or self._dirty
 
     def attach_restored(self, build_pos, dirty):
-        """After pdem.io.checkpoint.read filled particles and contact rows: attach each
-        row to its owned particles, so that rows migrate with them at the first build
-        (particles may cross a cut in the step that follows the restart)."""
+        """After pdem.io.checkpoint.read filled particles and contact rows: each row
+        attached to its owned particles, to migrate with them at the first build."""
         ids = self.store.id[:self.store.n_own]
         for kind in self.interactions.values():
             kind.attach(ids)
@@ -450,15 +436,11 @@ class Simulation:
         return {k: v[order] for k, v in out.items()}
 
     def contacts(self, gather=False):
-        """Active contacts, each on exactly one rank (the owner of its particle 1, or of
-        the particle of a wall contact; gather=True: all, on every rank; collective),
-        ordered by kind ("pair", "plane", "mesh"), wall and ids. Columns: kind; wall
-        (plane or mesh wall index, -1 for pairs); id1, id2 (a wall contact: id1 = -1,
-        id2 the particle); force and torque act on id2; u, phi, u0, phi0 are the L6Geom
-        generalized displacements and shifted origins (local coordinates, u_x < 0 in
-        overlap); normal is the local x axis (from id1 or the wall towards id2); point
-        is global. A mesh wall has one contact per linked set of facets or proximity
-        contact (seed 004)."""
+        """Active contacts, each on one rank (the owner of id1, or of a wall contact's
+        particle; gather=True: all, on every rank; collective), ordered by kind ("pair",
+        "plane", "mesh"), wall (-1 for pairs), id1 (-1 for walls), id2. Force and torque
+        act on id2; u, phi, u0, phi0: L6Geom displacements and shifted origins (local
+        axes, u_x < 0 in overlap); normal: the local x axis, towards id2."""
         kinds = list(self.interactions.values())
         parts = [k.public() for k in kinds]
         out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
@@ -473,7 +455,7 @@ class Simulation:
     def plane_forces(self):
         """Force ON each plane, (n_planes, 3): minus the sum of its contact forces on
         the particles, summed over ranks (collective)."""
-        return self.collective.sum(self.interactions["plane"].loads())
+        return self.interactions["plane"].loads()
 
     def mesh_wall_forces(self):
         """Force and moment ON each mesh wall, {"force": (n_walls, 3), "moment":
@@ -481,15 +463,7 @@ class Simulation:
         their moments about the wall's reference point W_r (seed 004). Collective; the
         contact rows of all ranks are summed in key order, so the result has the same
         bits on any number of ranks."""
-        rows = self.collective.allgather(self.interactions["mesh"].loads())
-        order = np.argsort(rows["key"], kind="stable")
-        n = len(self.mesh_walls)
-        out = {"force": np.zeros((n, 3)), "moment": np.zeros((n, 3))}
-        for w in range(n):
-            mine = order[rows["wall"][order] == w]
-            for k in out:
-                out[k][w] = np.sum(rows[k][mine], axis=0)
-        return out
+        return self.interactions["mesh"].loads()
 
     def global_sum(self, value):
         """Sum over ranks of a number or array computed on each rank from what it owns

@@ -71,6 +71,21 @@ def integer(name, value, low=1):
     return int(value)
 
 
+def steps_to_run(steps, until, now, dt):
+    """The number of steps of run(steps=...) or run(until=...): exactly one is given;
+    until: the first step whose time reaches until - dt/2."""
+    if (steps is None) == (until is None):
+        raise InputError("run: give exactly one of steps or until, got steps=%r until=%r"
+                         % (steps, until))
+    if steps is not None:
+        if isinstance(steps, bool) or int(steps) != steps or steps < 0:
+            raise InputError("run: steps must be a non-negative integer, got %r" % (steps,))
+        return int(steps)
+    if not math.isfinite(until):
+        raise InputError("run: until must be finite, got %r" % (until,))
+    return max(0, int(math.floor((until - now) / dt + 0.5)))
+
+
 def scalars(name, value, n, allow_zero=False):
     """(n,) float array from a number or n numbers, each finite and > 0 (>= 0)."""
     a = _array(name, value, "a number or %d numbers" % n)

@@ -238,11 +238,11 @@ class PlaneContacts(WallContacts):
         return None
 
     def loads(self):
-        """Force ON each plane from this rank's contacts, (n_planes, 3)."""
+        """Force ON each plane, (n_planes, 3), summed over ranks (collective)."""
         f = np.zeros((len(self.sim.planes), 3))
         a = np.flatnonzero(self.batch.active)
         np.add.at(f, self.batch.i2[a], -self.batch.force[a])
-        return f
+        return self.sim.collective.sum(f)
 
 
 @register
@@ -315,14 +315,23 @@ class FacetContacts(WallContacts):
         return None
 
     def loads(self):
-        """This rank's active rows as {key, wall, force, moment}: force and moment ON the
-        wall (about its reference point W_r, seed 004)."""
+        """{"force", "moment"} ON each wall, (n_walls, 3) each, the moment about the
+        wall's reference point W_r (seed 004). Collective: the rows of all ranks are
+        summed in key order, the same bits on any number of ranks."""
         sim, fr = self.sim, self.batch
         st, mw = sim.store, sim.mesh_walls
         a = np.flatnonzero(fr.active)
         wall = mw.facet_wall[fr.i2[a]]
         f = fr.force[a]
         arm = st.pos[fr.i1[a]] - mw.reference_points()[wall]
-        return {"key": fr.key[a], "wall": wall, "force": -f,
-                "moment": -(np.cross(arm, f) + ck.contact_torques(
-                    fr.state[a], st.radius[fr.i1[a]], 2, sim.lever_flags))}
+        rows = sim.collective.allgather({
+            "key": fr.key[a], "wall": wall, "force": -f,
+            "moment": -(np.cross(arm, f) + ck.contact_torques(fr.state[a], st.radius[fr.i1[a]],
+                                                              2, sim.lever_flags))})
+        order = np.argsort(rows["key"], kind="stable")
+        out = {"force": np.zeros((len(mw), 3)), "moment": np.zeros((len(mw), 3))}
+        for w in range(len(mw)):
+            mine = order[rows["wall"][order] == w]
+            for k in out:
+                out[k][w] = np.sum(rows[k][mine], axis=0)
+        return out

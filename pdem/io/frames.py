@@ -18,6 +18,7 @@ import numpy as np
 from h5py import h5fd, h5p, h5s
 from mpi4py import MPI
 
+from .. import validate
 from ..contact.kinds import KINDS
 from ..errors import InputError
 from .xdmf import XdmfIndex
@@ -308,16 +309,7 @@ class ResultFile:
         """sim.run(steps=..., until=...) that writes a frame every `every` steps and a
         series row every `series_every` steps (of sim.step_count)."""
         sim = self.sim
-        if (steps is None) == (until is None):
-            raise InputError("run: give exactly one of steps or until, got steps=%r until=%r"
-                             % (steps, until))
-        if steps is None:
-            if not np.isfinite(until):
-                raise InputError("run: until must be finite, got %r" % (until,))
-            steps = max(0, int(np.floor((until - sim.time) / sim.dt + 0.5)))
-        elif int(steps) != steps or steps < 0:
-            raise InputError("run: steps must be a non-negative integer, got %r" % (steps,))
-        end = sim.step_count + int(steps)
+        end = sim.step_count + validate.steps_to_run(steps, until, sim.time, sim.dt)
         periods = [e for e in (self.every, self.series_every) if e]
         while sim.step_count < end:
             now = sim.step_count
