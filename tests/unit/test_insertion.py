@@ -11,20 +11,22 @@ R = 0.01
 
 
 def sliding_pair():
-    """Sphere 1 pressed on the fixed sphere 0 and driven sideways: a sliding contact
+    """Sphere 2 pressed on the fixed sphere 1 and driven sideways: a sliding contact
     (friction 0.5) whose tangential history is not zero."""
     sim = pdem.Simulation(pdem.Domain((0, 0, 0), (1, 1, 1)), dt=1e-5, threads=1,
                           comm=MPI.COMM_SELF)
     sim.material("m", 2500.0, kn=1e4, friction=0.5)
-    sim.add_spheres([[0.5, 0.5, 0.5], [0.5, 0.5, 0.5 + 2 * R - 2e-4]], R, "m")
-    sim.set_velocity([0], (0, 0, 0), (0, 0, 0), block=True)
-    sim.set_velocity([1], (0.05, 0, 0), (0, 0, 0), block=True)
+    # id 0 far away, so that the pair's first id is not 0 (a key id1 * width + id2
+    # with a width that changes on insertion moves only when id1 > 0)
+    sim.add_spheres([[0.9, 0.9, 0.9], [0.5, 0.5, 0.5], [0.5, 0.5, 0.5 + 2 * R - 2e-4]], R, "m")
+    sim.set_velocity([0, 1], (0, 0, 0), (0, 0, 0), block=True)
+    sim.set_velocity([2], (0.05, 0, 0), (0, 0, 0), block=True)
     return sim
 
 
 def pair_row(sim):
     c = sim.contacts()
-    k = np.flatnonzero((c["kind"] == "pair") & (c["id1"] == 0) & (c["id2"] == 1))
+    k = np.flatnonzero((c["kind"] == "pair") & (c["id1"] == 1) & (c["id2"] == 2))
     assert len(k) == 1
     return {f: c[f][k[0]] for f in ("force", "u", "phi", "u0", "phi0")}
 
