@@ -25,8 +25,8 @@ one rank it is the serial NLGS. Non-periodic boxes only.
 import numpy as np
 from mpi4py import MPI
 
-from ..domain import Domain
 from .. import validate
+from ..domain import Domain
 from ..errors import InputError
 from ..parallel.decomposition import Decomposition
 from ..parallel.exchange import alltoallv_records, pack, record_dtype, unpack

@@ -48,10 +48,10 @@ import os
 
 import numpy as np
 
+from .. import validate
 from .._kernels import facets as _fk
 from .._kernels import nscd as _k
 from ..contact.mesh import Mesh
-from .. import validate
 from ..errors import InputError, SimulationError
 from ..threads import thread_count
 from .facet_contacts import facet_contacts

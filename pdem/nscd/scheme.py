@@ -30,11 +30,11 @@ import time
 
 import numpy as np
 
+from .. import validate
 from .._kernels import integrate
 from .._kernels import nscd as _k
-from ..contact.wall_motion import barycentric
-from .. import validate
 from ..contact.flags import NO_RATCH
+from ..contact.wall_motion import barycentric
 from ..errors import InputError
 from ..scheme.base import Scheme, register
 from .facet_contacts import facet_contacts
