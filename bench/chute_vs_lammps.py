@@ -55,21 +55,14 @@ import sys
 import tempfile
 import time
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-WORKER = "--worker" in sys.argv
-if not WORKER:
-    # the driver only launches processes: no MPI_Init here (see strong_scaling.py)
-    import mpi4py
-    mpi4py.rc.initialize = False
-    mpi4py.rc.finalize = False
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import driver_process  # noqa: E402, F401 (before numpy and mpi4py)
 
 import numpy as np  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from bed_vs_lammps import fmt_phases, load_average, pdem_fingerprint, save_json  # noqa: E402
+from bed_vs_lammps import (fmt_phases, load_average, pdem_fingerprint, save_json,  # noqa: E402
+                           timed_run)
 from lammps_run import (bench_line, find_lammps, parse_run, run_input,  # noqa: E402
                         version as lammps_version, write_spheres_data)
 import pdem  # noqa: E402
@@ -163,19 +156,11 @@ def worker_pdem(args):
     n = sim.n_particles
     sim.run(steps=1)                           # warm-up step: neighbor list (not timed)
     start = pdem_state(sim)
-    for k in sim.timers:                       # time the measured run only
-        sim.timers[k] = 0.0
-    reb0, mig0 = sim.n_rebuilds, sim.n_migrated
-    comm.Barrier()
-    c0 = time.process_time()
-    t0 = time.perf_counter()
-    sim.run(steps=args.steps)
-    wall = time.perf_counter() - t0
-    cpu = time.process_time() - c0
+    wall, cpu, rebuilt, sent = timed_run(sim, args.steps)
     walls, cpus = comm.allgather(wall), comm.allgather(cpu)
     timers = sim.timer_stats()
-    rebuilds = comm.allgather(sim.n_rebuilds - reb0)
-    migrated = sim.global_sum(sim.n_migrated - mig0)
+    rebuilds = comm.allgather(rebuilt)
+    migrated = sim.global_sum(sent)
     end = pdem_state(sim)
     if comm.rank == 0:
         out = {"ranks": comm.size, "dims": [int(x) for x in sim.dec.dims], "particles": n, "steps": args.steps, "wall_s": max(walls),

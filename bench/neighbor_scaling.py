@@ -130,7 +130,7 @@ def measure(sim, repeat, threads):
             plain.append(dt)
     forced = []
     for _ in range(repeat):
-        sim.needs_rebuild = True                   # force a rebuild in this step
+        sim.request_rebuild()                      # a rebuild in this step
         t = CLOCK()
         sim.step()
         forced.append(CLOCK() - t)

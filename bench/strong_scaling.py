@@ -38,23 +38,15 @@ import sys
 import tempfile
 import time
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-WORKER = "--worker" in sys.argv
-if not WORKER:
-    # the driver only launches processes: no MPI_Init here (a singleton MPI process
-    # that starts mpirun children is asking for trouble)
-    import mpi4py
-    mpi4py.rc.initialize = False
-    mpi4py.rc.finalize = False
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import driver_process  # noqa: E402, F401 (before numpy and mpi4py)
 
 import numpy as np  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 from bed_vs_lammps import (RADIUS, SKIN, find_lammps, fmt_phases, load_average, save_json,  # noqa: E402
-                           make_sim, pdem_fingerprint, run_lammps, settle, write_data)
+                           make_sim, pdem_fingerprint, run_lammps, settle, timed_run,
+                           write_data)
 
 PHASES = ("neighbor", "comm", "contact", "integrate", "output")
 BYTES_PER_GHOST = 72          # pos, vel, angvel: 9 doubles per ghost and refresh
@@ -153,15 +145,7 @@ def worker_pdem(args):
     n = sim.n_particles
     sim.run(steps=1)                             # warm-up: first neighbor build (not timed)
     first = sim.comm_stats()
-    for k in sim.timers:                         # time the measured run only
-        sim.timers[k] = 0.0
-    reb0, mig0 = sim.n_rebuilds, sim.n_migrated
-    comm.Barrier()
-    c0 = time.process_time()
-    t0 = time.perf_counter()
-    sim.run(steps=args.steps)
-    wall = time.perf_counter() - t0
-    cpu = time.process_time() - c0
+    wall, cpu, rebuilt, sent = timed_run(sim, args.steps)
     walls = comm.allgather(wall)
     cpus = comm.allgather(cpu)
     timers = sim.timer_stats()
@@ -171,7 +155,7 @@ def worker_pdem(args):
     pairs = sim.interactions["pair"].batch
     act = pairs.active != 0
     with_ghost = act & ((pairs.i1 >= sim.store.n_own) | (pairs.i2 >= sim.store.n_own))
-    rows = comm.allgather({"rebuilds": sim.n_rebuilds - reb0, "migrated": sim.n_migrated - mig0,
+    rows = comm.allgather({"rebuilds": rebuilt, "migrated": sent,
                            "balances": sim.n_balances, "active_contacts": int(act.sum()),
                            "active_with_ghost": int(with_ghost.sum()),
                            "wall_contacts": sim.interactions["plane"].n_active(),

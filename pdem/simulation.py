@@ -29,7 +29,6 @@ from .contact.mesh_walls import DEFAULT_CUTOFF_DEGREES, MeshWalls
 from .contact.walls import Planes
 from .domain import Domain
 from .errors import InputError, SimulationError
-from .signals import CheckpointExit, SignalCheckpoint  # noqa: F401 (part of the API)
 from .lost_particles import handle_lost
 from .materials import MaterialTable
 from .parallel.decomposition import Decomposition
@@ -37,6 +36,7 @@ from .parallel.ghosts import GhostExchange, wrap
 from .parallel.migration import migrate
 from .particles import DOF_BITS, ParticleStore, empty_fields, spatial_order
 from .scheme import Explicit, Scheme
+from .signals import CheckpointExit, SignalCheckpoint  # noqa: F401 (part of the API)
 from .threads import thread_count
 
 PHASES = diagnostics.PHASES
@@ -402,12 +402,12 @@ class Simulation:
     @property
     def needs_rebuild(self):
         """True when the next step rebuilds the neighbor lists whatever the particles
-        moved (set-up changed); set it to force a rebuild."""
+        moved (set-up changed, or request_rebuild)."""
         return self._dirty
 
-    @needs_rebuild.setter
-    def needs_rebuild(self, value):
-        self._dirty = bool(value) or self._dirty
+    def request_rebuild(self):
+        """Rebuild the neighbor lists at the next step (results do not change)."""
+        self._dirty = True
 
     def attach_restored(self, build_pos, dirty):
         """After pdem.io.checkpoint.read filled particles and contact rows: each row

@@ -7,7 +7,8 @@ keyed by pdem.contact.keys) and says:
   owners()        for each particle slot of a row, the owned particle's index or -1
                   (migration sends a row with each of its owned particles that moves)
   key_particles(key)  the particle ids a key names (a checkpoint row goes to their owners)
-  attach(ids)     the owners from the keys, for rows read from a checkpoint
+  set_owners(...) the owners of rows read from a checkpoint, one array per particle
+                  slot (Interaction.attach finds them from the keys)
   compute(...)    geometry + law of the explicit scheme (a kernel); a message on failure
   add_forces(...) add the active rows to their owned particles in a fixed order
   public()        the rows of contacts(): kind, wall, id1, id2, point, normal, ...
@@ -59,6 +60,9 @@ def overlap_message(sim, ratio, who):
             % (sim.step_count, sim.time, who, ratio, sim.max_overlap))
 
 
+NO_ROWS = (np.zeros(0, np.int32), np.zeros(0, np.int8), np.zeros((0, NCOLS)))
+
+
 class Interaction:
     name = None             # contacts()["kind"]
     in_pass = False         # compute() can add its rows to the force sums (one thread)
@@ -66,6 +70,11 @@ class Interaction:
     def __init__(self, sim):
         self.sim = sim
         self.batch = ContactBatch()
+
+    def attach(self, ids):
+        """Owners of rows read from a checkpoint: the owned index of each particle the
+        key names, among the owned ids `ids`."""
+        self.set_owners(*(owned_index(p, ids) for p in self.key_particles(self.batch.key)))
 
     def __len__(self):
         return len(self.batch)
@@ -88,8 +97,8 @@ class WallContacts(Interaction):
     def key_particles(key):
         return (keys.particle(key),)
 
-    def attach(self, ids):
-        self.batch.i1[:] = owned_index(keys.particle(self.batch.key), ids)
+    def set_owners(self, owner):
+        self.batch.i1[:] = owner
 
     def add_forces(self, f, t, flags, threads):
         b, st = self.batch, self.sim.store
@@ -161,9 +170,8 @@ class PairContacts(Interaction):
     def key_particles(key):
         return (keys.particle(key), keys.partner(key))
 
-    def attach(self, ids):
-        self.owner1, self.owner2 = (owned_index(p, ids) for p in self.key_particles(
-            self.batch.key))
+    def set_owners(self, owner1, owner2):
+        self.owner1, self.owner2 = owner1, owner2
 
     def n_active(self):
         return int(np.count_nonzero(self.batch.active[self.owner1 >= 0])) if len(self) else 0
@@ -187,17 +195,16 @@ class PairContacts(Interaction):
 
     def add_forces(self, f, t, flags, threads):
         b, st = self.batch, self.sim.store
-        none = (np.zeros(0, np.int32), np.zeros(0, np.int8), np.zeros((0, NCOLS)))
-        if threads == 1:
-            ck.scatter(self.owner1, self.owner2, b.active, b.state, *none, st.radius, flags,
+        if threads == 1:        # the plane rows are added by their own kind
+            ck.scatter(self.owner1, self.owner2, b.active, b.state, *NO_ROWS, st.radius, flags,
                        f, t)
             return
         if self._gather is None:
             self._gather = ck.build_gather_lists(self.owner1, self.owner2, len(f)) + (
                 np.zeros(len(f) + 1, np.int64),)
         start, entry, no_walls = self._gather
-        ck.gather(start, entry, b.active, b.state, no_walls, none[1], none[2], st.radius,
-                  flags, f, t, threads)
+        ck.gather(start, entry, b.active, b.state, no_walls, *NO_ROWS[1:], st.radius, flags,
+                  f, t, threads)
 
     def public(self):
         b, st = self.batch, self.sim.store

@@ -152,7 +152,7 @@ def test_wall_contact_history_survives_rebuilds():
     start = sim.time
     rebuilds = sim.n_rebuilds
     for _ in range(40):                                       # a rebuild before every chunk
-        sim.needs_rebuild = True
+        sim.request_rebuild()
         sim.run(steps=50)
     assert sim.n_rebuilds >= rebuilds + 40
     c = sim.contacts()
