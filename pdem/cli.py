@@ -334,6 +334,7 @@ def info(args):
                         ", ".join("%d %s" % (len(f["interactions"][k.name]["key"]), k.name)
                                   for k in KINDS))),
                     ("planes", len(f["planes/point"])),
+                    ("segments, points", "%d, %d" % (len(f["segments/a"]), len(f["points/a"]))),
                     ("mesh walls", ", ".join("%s (%d facets)" % (w["name"], len(
                         f["mesh_walls/%d/facets" % i])) for i, w in enumerate(
                         _json(f["mesh_walls"].attrs["walls"]))) or "none"),

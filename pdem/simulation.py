@@ -26,7 +26,7 @@ from .contact import keys
 from .contact.flags import APPROX, NO_RATCH
 from .contact.kinds import KINDS, Build, owned_index
 from .contact.mesh_walls import DEFAULT_CUTOFF_DEGREES, MeshWalls
-from .contact.walls import Planes
+from .contact.walls import Planes, Segments
 from .domain import Domain
 from .errors import InputError, SimulationError
 from .lost_particles import handle_lost
@@ -103,6 +103,8 @@ class Simulation:
         self.max_overlap = float(max_overlap)
         self.materials = MaterialTable(stiffness=self.scheme.stiffness)
         self.planes = Planes()
+        self.segments = Segments()               # 2D boundary segments (seed 003)
+        self.points = Segments()                 # 2D zero-radius boundary points
         self.mesh_walls = MeshWalls()
         self.store = ParticleStore()
         self.interactions = {cls.name: cls(self) for cls in KINDS}
@@ -130,12 +132,17 @@ class Simulation:
         self.materials.set_pair(material1, material2, **params)
         self._checked_dt = False
 
-    def add_spheres(self, positions, radii, material, velocities=None, angular_velocities=None):
-        """Add spheres (disks in 2D); returns their global ids (int64 array)."""
+    def add_spheres(self, positions, radii, material, velocities=None, angular_velocities=None,
+                    masses=None):
+        """Add spheres (disks in 2D); returns their global ids (int64 array). masses:
+        per particle, instead of density x volume (e.g. spheres in one layer of a 2D
+        run); the inertia is then 0.4 m r^2 (3D) or 0.5 m r^2 (2D) of that mass."""
         dim = self.domain.dim
         pos = validate.vectors("positions", positions, 3, also=dim)
         n = len(pos)
         r = validate.scalars("radii", radii, n)
+        if masses is not None:
+            masses = validate.scalars("masses", masses, n)
         if self.next_id + n > keys.MAX_ID + 1:
             raise InputError("add_spheres: %d particles would take ids up to %d; ids must be "
                              "below 2**31 (contact keys hold two ids)" % (n, self.next_id + n - 1))
@@ -162,10 +169,11 @@ class Simulation:
         new["orient"][:, 0] = 1.0
         new["radius"][:] = r
         if dim == 3:
-            new["mass"][:] = 4.0 / 3.0 * math.pi * r ** 3 * mat.density
+            new["mass"][:] = 4.0 / 3.0 * math.pi * r ** 3 * mat.density if masses is None \
+                else masses
             new["inertia"][:] = 0.4 * new["mass"] * r * r
         else:   # disks per unit thickness, moving in the xy plane
-            new["mass"][:] = math.pi * r ** 2 * mat.density
+            new["mass"][:] = math.pi * r ** 2 * mat.density if masses is None else masses
             new["inertia"][:] = 0.5 * new["mass"] * r * r
             new["blocked"][:] = DOF_BITS["z"] | DOF_BITS["rx"] | DOF_BITS["ry"]
             new["vel"][:, 2] = 0.0
@@ -187,6 +195,44 @@ class Simulation:
         idx = self.planes.add(point, normal, m.index, velocity)
         self._dirty = True
         return idx
+
+    def add_segments(self, x0, x1, material, end_points=True):
+        """Add fixed boundary segments from x0[k] to x1[k] (2D; seed 003): a particle
+        touches one where the foot of the perpendicular from its centre lies within
+        it. end_points: add seed 003's zero-radius boundary disks at their ends
+        (add_points), once per distinct point. Returns the segment indices."""
+        x0, m = self._segment_input("add_segments", "x0", x0, material)
+        x1 = validate.vectors("x1", x1, 3, len(x0), also=2)
+        length = np.linalg.norm(x1 - x0, axis=1)
+        if np.any(length == 0.0) or np.any(x1[:, 2] != 0.0):
+            k = int(np.flatnonzero((length == 0.0) | (x1[:, 2] != 0.0))[0])
+            raise InputError("add_segments: segment %d from x0[%d] = %r to x1[%d] = %r has "
+                             "zero length or z != 0" % (k, k, x0[k].tolist(), k, x1[k].tolist()))
+        idx = self.segments.add(x0, x1, m.index)
+        if end_points:
+            self.add_points(np.concatenate([x0, x1]), m)
+        self._dirty = True
+        return idx
+
+    def add_points(self, points, material):
+        """Add fixed zero-radius boundary points (2D; seed 003's boundary disks), points
+        already there skipped. Returns the indices of the points (new or existing)."""
+        pts, m = self._segment_input("add_points", "points", points, material)
+        new = self.points.new_points(pts)
+        self.points.add(new, new, m.index)
+        self._dirty = True
+        where = {tuple(p): k for k, p in enumerate(self.points.a.tolist())}
+        return np.array([where[tuple(p)] for p in pts.tolist()], np.int64)
+
+    def _segment_input(self, what, name, rows, material):
+        if self.domain.dim != 2:
+            raise InputError("%s: boundary segments and points are 2D walls (seed 003); in 3D "
+                             "use add_mesh_wall or add_plane" % what)
+        rows = validate.vectors(name, rows, 3, also=2)
+        if np.any(rows[:, 2] != 0.0):
+            k = int(np.flatnonzero(rows[:, 2] != 0.0)[0])
+            raise InputError("%s: %s[%d] = %r has z != 0" % (what, name, k, rows[k].tolist()))
+        return rows, self.materials.get(material)
 
     def add_mesh_wall(self, mesh, material, mode="reduced", cutoff_angle=DEFAULT_CUTOFF_DEGREES,
                       velocity=None, angular_velocity=None, reference_point=None,
@@ -456,6 +502,14 @@ class Simulation:
         """Force ON each plane, (n_planes, 3): minus the sum of its contact forces on
         the particles, summed over ranks (collective)."""
         return self.interactions["plane"].loads()
+
+    def segment_forces(self):
+        """Force ON each boundary segment, (n_segments, 3), summed over ranks (collective)."""
+        return self.interactions["segment"].loads()
+
+    def point_forces(self):
+        """Force ON each boundary point, (n_points, 3), summed over ranks (collective)."""
+        return self.interactions["point"].loads()
 
     def mesh_wall_forces(self):
         """Force and moment ON each mesh wall, {"force": (n_walls, 3), "moment":

@@ -13,6 +13,8 @@ keyed by pdem.contact.keys) and says:
   add_forces(...) add the active rows to their owned particles in a fixed order
   public()        the rows of contacts(): kind, wall, id1, id2, point, normal, ...
   saved()         the rows a checkpoint writes (each contact once over all ranks)
+Wall kinds also give gaps(alert), the rows within an alert distance at the current
+positions with their normal, gap, wall velocity and material (the NSCD scheme).
 Simulation, migration, checkpoints, contacts(), n_contacts, the force sums and the
 HDF5 contact network iterate over KINDS; a new kind is one class here plus its kernel.
 Force sums go kind by kind in KINDS order, each particle's contributions within a kind
@@ -21,8 +23,9 @@ number of ranks and threads.
 """
 import numpy as np
 
-from .._kernels import cells, contacts as ck, facets as fk
+from .._kernels import cells, contacts as ck, facets as fk, segments as sk
 from . import keys
+from .wall_motion import barycentric
 from .store import NCOLS, ContactBatch
 
 KINDS = []                          # registered classes, in force-sum order
@@ -105,7 +108,14 @@ class WallContacts(Interaction):
         ck.add_wall_forces(b.i1, b.active, b.state, st.radius, flags, f, t)
 
     def wall_of(self, element):
-        raise NotImplementedError
+        return element
+
+    def loads(self):
+        """Force ON each wall element, (n_elements, 3), summed over ranks (collective)."""
+        f = np.zeros((self.n_elements(), 3))
+        a = np.flatnonzero(self.batch.active)
+        np.add.at(f, self.batch.i2[a], -self.batch.force[a])
+        return self.sim.collective.sum(f)
 
     def public(self):
         b, st = self.batch, self.sim.store
@@ -228,8 +238,16 @@ class PlaneContacts(WallContacts):
         rows.carry_from(self.batch)
         self.batch = rows
 
-    def wall_of(self, element):
-        return element
+    def n_elements(self):
+        return len(self.sim.planes)
+
+    def gaps(self, alert):
+        b, st, pl = self.batch, self.sim.store, self.sim.planes
+        nrm = pl.normal[b.i2]
+        gap = np.einsum("ij,ij->i", st.pos[b.i1] - pl.point[b.i2], nrm) - st.radius[b.i1]
+        k = np.flatnonzero(gap < alert)
+        w = b.i2[k]
+        return k, nrm[k], gap[k], pl.vel[w], pl.material[w]
 
     def compute(self, table, nmat, f, t):
         sim, b = self.sim, self.batch
@@ -243,13 +261,6 @@ class PlaneContacts(WallContacts):
             return overlap_message(sim, ratio, "particle %d and plane %d"
                                    % (st.id[b.i1[k]], b.i2[k]))
         return None
-
-    def loads(self):
-        """Force ON each plane, (n_planes, 3), summed over ranks (collective)."""
-        f = np.zeros((len(self.sim.planes), 3))
-        a = np.flatnonzero(self.batch.active)
-        np.add.at(f, self.batch.i2[a], -self.batch.force[a])
-        return self.sim.collective.sum(f)
 
 
 @register
@@ -293,6 +304,29 @@ class FacetContacts(WallContacts):
 
     def wall_of(self, element):
         return self.sim.mesh_walls.facet_wall[element]
+
+    def gaps(self, alert):
+        """Rows within alert of their facet, hidden rims left out (pdem.nscd.facet_contacts)."""
+        from ..nscd.facet_contacts import facet_contacts
+        sim, b = self.sim, self.batch
+        st, mw = sim.store, sim.mesh_walls
+        k, nrm, gap, q = facet_contacts(st.pos, st.radius, b.i1, b.i2, mw.vertices, mw.facets,
+                                        mw.normals, mw.side_off, alert, sim.threads)
+        f = b.i2[k]
+        return k, nrm, gap, self._velocity(f, q), mw.wall_material[mw.facet_wall[f]]
+
+    def _velocity(self, f, q):
+        """Velocity of facet f at point q: rigid wall motion, or the barycentric
+        interpolation of a deformable wall's vertex velocities."""
+        mw = self.sim.mesh_walls
+        wall = mw.facet_wall[f]
+        v = mw.wall_v[wall] + np.cross(mw.wall_w[wall], q - mw.wall_ref[wall])
+        soft = np.flatnonzero(~mw.wall_rigid[wall].astype(bool))
+        if len(soft):
+            vertices = mw.facets[f[soft]]
+            bary = barycentric(q[soft], mw.vertices[vertices])
+            v[soft] = np.einsum("nk,nkj->nj", bary, mw.vertex_vel[vertices])
+        return v
 
     def compute(self, table, nmat, f, t):
         """Returns a message for an excessive overlap or an unresolvable group."""
@@ -342,3 +376,75 @@ class FacetContacts(WallContacts):
             for k in out:
                 out[k][w] = np.sum(rows[k][mine], axis=0)
         return out
+
+
+class FootContacts(WallContacts):
+    """Contacts with wall elements of zero thickness, segments or points (seed 003): the
+    particle meets the zero-radius disk at its foot q on the element (pyx/segments.pyx),
+    normal (x - q)/|x - q|. The explicit scheme applies the plane law to the plane
+    through q with that normal: body 1 is the same zero-radius sphere at q."""
+    in_pass = True
+
+    def elements(self):
+        """The kind's pdem.contact.walls.Segments (sim.segments or sim.points)."""
+        raise NotImplementedError
+
+    def n_elements(self):
+        return len(self.elements())
+
+    def build(self, b):
+        sim, el = self.sim, self.elements()
+        st = sim.store
+        p, w = sk.candidates(st.pos, st.radius, b.n_own, el.a, el.b, b.skin, sim.threads)
+        rows = ContactBatch(p, w, keys.make(st.id[p], w))
+        rows.carry_from(self.batch)
+        self.batch = rows
+
+    def feet(self):
+        """Foot q, normal n and gap of every row at the current positions (gap inf:
+        the foot left the segment's span)."""
+        b, sim, el = self.batch, self.sim, self.elements()
+        m = len(b)
+        q, n, gap = np.empty((m, 3)), np.empty((m, 3)), np.empty(m)
+        sk.feet(b.i1, b.i2, sim.store.pos, sim.store.radius, el.a, el.b, q, n, gap,
+                sim.threads)
+        return q, n, gap
+
+    def gaps(self, alert):
+        _, n, gap = self.feet()
+        k = np.flatnonzero(gap < alert)
+        return k, n[k], gap[k], np.zeros((len(k), 3)), self.elements().material[self.batch.i2[k]]
+
+    def compute(self, table, nmat, f, t):
+        sim, b = self.sim, self.batch
+        st = sim.store
+        q, n, _ = self.feet()
+        rows = np.arange(len(b), dtype=np.int32)
+        sums = (b.i1, f, t) if f is not None else ()
+        ratio, k = ck.sphere_plane(b.i1, rows, st.pos, st.vel, st.angvel, st.radius, st.mass,
+                                   st.material, q, n, np.zeros((len(b), 3)),
+                                   self.elements().material[b.i2], table, nmat, sim.dt,
+                                   sim.flags, b.active, b.state, sim.threads, *sums)
+        if k >= 0 and not (ratio <= sim.max_overlap):
+            return overlap_message(sim, ratio, "particle %d and %s %d"
+                                   % (st.id[b.i1[k]], self.name, b.i2[k]))
+        return None
+
+
+@register
+class SegmentContacts(FootContacts):
+    """Owned particles within the skin of a boundary segment (2D; Simulation.add_segments)."""
+    name = "segment"
+
+    def elements(self):
+        return self.sim.segments
+
+
+@register
+class PointContacts(FootContacts):
+    """Owned particles within the skin of a zero-radius boundary point (2D: the ends
+    of segments, Simulation.add_points)."""
+    name = "point"
+
+    def elements(self):
+        return self.sim.points

@@ -37,3 +37,30 @@ class Planes:
         """Rigid translation of every plane over one step (t -> t + dt)."""
         if len(self):
             self.point += self.vel * dt
+
+
+class Segments:
+    """Fixed walls of zero thickness in 2D (seed 003): segments [a, b], or points (the
+    zero-radius boundary disks, stored with a == b), each with a material. Known to
+    every rank."""
+
+    def __init__(self):
+        self.a = np.zeros((0, 3))
+        self.b = np.zeros((0, 3))
+        self.material = np.zeros(0, np.int32)
+
+    def __len__(self):
+        return len(self.material)
+
+    def add(self, a, b, material_index):
+        self.a = np.ascontiguousarray(np.vstack([self.a, a]))
+        self.b = np.ascontiguousarray(np.vstack([self.b, b]))
+        self.material = np.append(self.material, np.full(len(a), material_index, np.int32))
+        return np.arange(len(self) - len(a), len(self))
+
+    def new_points(self, points):
+        """The distinct rows of `points` (first appearance order) that are not yet here."""
+        _, first = np.unique(points, axis=0, return_index=True)
+        points = points[np.sort(first)]
+        known = {tuple(p) for p in self.a.tolist()}
+        return points[[tuple(p) not in known for p in points.tolist()]].reshape(-1, 3)

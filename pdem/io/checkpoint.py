@@ -4,10 +4,11 @@ One HDF5 file written collectively (h5py `mpio` driver) to `<path>.tmp` and rena
 to `<path>` by rank 0 only once every rank has closed it, so a crash or a full disk
 never destroys the previous good checkpoint.
 
-Layout (version 3): root attributes hold the scalars (step, time, dt, skin, flags,
+Layout (version 4): root attributes hold the scalars (step, time, dt, skin, flags,
 next id, options) and JSON of the domain, materials, pair overrides and time-stepping
 scheme ({"name", "options"}: pdem.scheme.from_description);
-`planes/{point,normal,vel,material}`; `particles/<field>` for every field of
+`planes/{point,normal,vel,material}`; `segments/{a,b,material}` and
+`points/{a,b,material}` (2D boundary segments and points, a == b); `particles/<field>` for every field of
 pdem.particles.FIELDS plus `build_pos`, the position at the last neighbor build
 (rows in no particular order; ids stored); `interactions/<kind>/{key,active,state}`
 for every interaction kind (pdem.contact.kinds: pair, plane, mesh, ...), the active
@@ -43,7 +44,9 @@ from ..particles import FIELDS
 from ..scheme import from_description
 from .frames import collective_transfer, row_offsets, write_slab
 
-VERSION = 3         # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bit id keys
+VERSION = 4         # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bit id keys;
+                    # 4: 2D boundary segments and points
+ELEMENT_FIELDS = ("a", "b", "material")      # pdem.contact.walls.Segments
 ROW_LAYOUT = json.dumps({"columns": COLUMNS, "ncols": NCOLS, "key_bits": keys.BITS})
 CHUNK = 1 << 20                     # rows read at a time on restart
 OPTIONS = ("skin", "flags", "lost", "check_timestep", "max_overlap", "balance")
@@ -87,6 +90,9 @@ def write(sim, path):
         planes = f.create_group("planes")
         for name in ("point", "normal", "vel", "material"):
             planes.create_dataset(name, data=getattr(sim.planes, name))  # identical on all ranks
+        for group in ("segments", "points"):
+            for name in ELEMENT_FIELDS:
+                f.create_dataset(group + "/" + name, data=getattr(getattr(sim, group), name))
         sim.mesh_walls.save(f.create_group("mesh_walls"))
         parts = f.create_group("particles")
         for name in FIELDS:
@@ -127,6 +133,7 @@ def _open(path, comm):
                        "%d only" % (path, f.attrs.get("version"), VERSION))
         else:
             need = ["planes/" + k for k in ("point", "normal", "vel", "material")] + \
+                ["%s/%s" % (g, k) for g in ("segments", "points") for k in ELEMENT_FIELDS] + \
                 ["particles/" + k for k in list(FIELDS) + ["build_pos"]] + \
                 ["interactions/%s/%s" % (c.name, k) for c in KINDS
                  for k in ("key", "active", "state")] + ["mesh_walls"]
@@ -176,6 +183,9 @@ def read(path, simulation, comm=None, threads=None, dims=None):
             sim.pair(i, j, **params)
         for name in ("point", "normal", "vel", "material"):
             setattr(sim.planes, name, f["planes/" + name][...])
+        for group in ("segments", "points"):
+            for name in ELEMENT_FIELDS:
+                setattr(getattr(sim, group), name, np.ascontiguousarray(f[group + "/" + name][...]))
         sim.mesh_walls.load(f["mesh_walls"])
         sim.step_count, sim.time = int(a["step"]), float(a["time"])
         sim.next_id, sim.n_rebuilds = int(a["next_id"]), int(a["n_rebuilds"])

@@ -34,15 +34,16 @@ from .. import validate
 from .._kernels import integrate
 from .._kernels import nscd as _k
 from ..contact.flags import NO_RATCH
-from ..contact.wall_motion import barycentric
 from ..errors import InputError
 from ..scheme.base import Scheme, register
-from .facet_contacts import facet_contacts
 from .solve import ContactSolve, exchange_ghost_velocities
 
 SOLVERS = ("nlgs", "jacobi")
 NORMAL_RULES = ("seed", "projected")
-PAIR, PLANE, FACET = 0, 3, 4
+# contact codes of the solver: seed 003's numbering (pyx/nscd.pyx), by interaction kind
+CODES = {"pair": 0, "segment": 1, "point": 2, "plane": 3, "mesh": 4}
+PAIR = CODES["pair"]
+WALL_NAMES = {1: "segment", 2: "point", 3: "plane", 4: "mesh facet"}
 
 
 @register
@@ -167,67 +168,43 @@ class NSCD(Scheme):
 
     def _contacts(self, sim, mass, mu_table, e_table):
         """The step's potential contacts in solve order, and for each its row in its
-        batch: the pair (batch 0), plane (1) or mesh (2) interaction kind. A contact
+        batch: (index of its interaction kind in sim.interactions, row). A contact
         between two bodies of infinite mass is left out (nothing to solve). mu_table,
         e_table: friction and restitution per material pair (MaterialTable.coefficients)."""
         st, alert = sim.store, self.alert
         nmat = max(1, len(sim.materials.materials))
         free = mass < math.inf
-        parts = []          # (kind, batch rows, i, j, id_i, id_j, normal, gap, vb, pair index)
-        # particle pairs: i = particle 1 of the Verlet pair (the lower id)
-        pairs = sim.interactions["pair"]
-        pr = pairs.batch
-        normal, gap = np.empty((len(pr), 3)), np.empty(len(pr))
-        _k.verlet_pair_gaps(pr.i1, pr.i2, st.pos, st.image, sim.box_length, st.radius, normal,
-                            gap, sim.threads)
-        k = np.flatnonzero((gap < alert) & (free[pr.i1] | free[pr.i2]))
-        p1, p2 = pr.i1[k], pr.i2[k]
-        # periodic images of owned particles: solved on the owned rows
-        o1, o2 = pairs.owner1[k], pairs.owner2[k]
-        parts.append((PAIR, k, np.where(o1 >= 0, o1, p1), np.where(o2 >= 0, o2, p2),
-                      st.id[p1], st.id[p2], normal[k], gap[k], np.zeros((len(k), 3)),
-                      st.material[p1] * nmat + st.material[p2]))
-        # planes: the particle (owned) is i
-        wl, pl = sim.interactions["plane"].batch, sim.planes
-        nrm = pl.normal[wl.i2]
-        gap = np.einsum("ij,ij->i", st.pos[wl.i1] - pl.point[wl.i2], nrm) - st.radius[wl.i1]
-        k = np.flatnonzero((gap < alert) & free[wl.i1])
-        p, w = wl.i1[k], wl.i2[k]
-        parts.append((PLANE, k, p, w, st.id[p], w, nrm[k], gap[k], pl.vel[w],
-                      pl.material[w] * nmat + st.material[p]))
-        # mesh facets: the particle (owned) is i
-        fr, mw = sim.interactions["mesh"].batch, sim.mesh_walls
-        if len(fr):
-            k, nrm, gap, q = facet_contacts(st.pos, st.radius, fr.i1, fr.i2, mw.vertices,
-                                            mw.facets, mw.normals, mw.side_off, alert,
-                                            sim.threads)
-            keep = free[fr.i1[k]]
-            k, nrm, gap, q = k[keep], nrm[keep], gap[keep], q[keep]
-            p, f = fr.i1[k], fr.i2[k]
-            parts.append((FACET, k, p, f, st.id[p], f, nrm, gap, self._wall_velocity(mw, f, q),
-                          mw.wall_material[mw.facet_wall[f]] * nmat + st.material[p]))
-        kind = np.concatenate([np.full(len(part[1]), part[0], np.int8) for part in parts])
-        batch = np.concatenate([np.full(len(part[1]), b, np.int8)
-                                for b, part in enumerate(parts)])
+        parts = []      # (code, kind index, rows, i, j, id_i, id_j, normal, gap, vb, pair index)
+        for b, kind in enumerate(sim.interactions.values()):
+            rec = kind.batch
+            if kind.name == "pair":
+                normal, gap = np.empty((len(rec), 3)), np.empty(len(rec))
+                _k.verlet_pair_gaps(rec.i1, rec.i2, st.pos, st.image, sim.box_length,
+                                    st.radius, normal, gap, sim.threads)
+                k = np.flatnonzero((gap < alert) & (free[rec.i1] | free[rec.i2]))
+                p1, p2 = rec.i1[k], rec.i2[k]
+                # i = particle 1 (the lower id); periodic images of owned particles are
+                # solved on the owned rows
+                o1, o2 = kind.owner1[k], kind.owner2[k]
+                parts.append((PAIR, b, k, np.where(o1 >= 0, o1, p1), np.where(o2 >= 0, o2, p2),
+                              st.id[p1], st.id[p2], normal[k], gap[k], np.zeros((len(k), 3)),
+                              st.material[p1] * nmat + st.material[p2]))
+                continue
+            # walls: the particle (owned) is i, the wall element j
+            k, normal, gap, vb, wall_material = kind.gaps(alert)
+            keep = free[rec.i1[k]]
+            k = k[keep]
+            p, w = rec.i1[k], rec.i2[k]
+            parts.append((CODES[kind.name], b, k, p, w, st.id[p], w, normal[keep], gap[keep],
+                          vb[keep], wall_material[keep] * nmat + st.material[p]))
+        code, batch = (np.concatenate([np.full(len(part[2]), part[c], np.int8) for part in parts])
+                       for c in (0, 1))
         row, ci, cj, id_i, id_j, normal, gap, vb, mat = (
-            np.concatenate([part[c] for part in parts]) for c in range(1, 10))
-        order = np.lexsort((id_j, kind, id_i))
-        solve = ContactSolve(kind[order], ci[order], cj[order], normal[order], gap[order],
+            np.concatenate([part[c] for part in parts]) for c in range(2, 11))
+        order = np.lexsort((id_j, code, id_i))
+        solve = ContactSolve(code[order], ci[order], cj[order], normal[order], gap[order],
                              mu_table[mat[order]], e_table[mat[order]], vb[order])
         return solve, (batch[order], row[order])
-
-    @staticmethod
-    def _wall_velocity(mw, f, q):
-        """Velocity of mesh facet f at point q: rigid wall motion, or the barycentric
-        interpolation of a deformable wall's vertex velocities."""
-        wall = mw.facet_wall[f]
-        v = mw.wall_v[wall] + np.cross(mw.wall_w[wall], q - mw.wall_ref[wall])
-        soft = np.flatnonzero(~mw.wall_rigid[wall].astype(bool))
-        if len(soft):
-            vertices = mw.facets[f[soft]]
-            bary = barycentric(q[soft], mw.vertices[vertices])
-            v[soft] = np.einsum("nk,nkj->nj", bary, mw.vertex_vel[vertices])
-        return v
 
     def _write_rows(self, sim, contacts, rows):
         """Contact rows for output and loads, in the explicit scheme's convention:
@@ -239,14 +216,14 @@ class NSCD(Scheme):
         n = contacts.normal
         force_i = (contacts.pn[:, None] * n + contacts.pt) / sim.dt     # on particle i
         live = (contacts.pn > 0.0) | (contacts.gap < 0.0)
-        for b, kind in enumerate(("pair", "plane", "mesh")):
-            rec = sim.interactions[kind].batch
+        for b, kind in enumerate(sim.interactions.values()):
+            rec = kind.batch
             rec.active[:] = 0
             sel = np.flatnonzero(batch == b)
             k = row[sel]
             rec.state[k] = 0.0
             rec.u[k, 0] = contacts.gap[sel]
-            if b == 0:          # i is particle 1
+            if kind.name == "pair":         # i is particle 1
                 rec.T[k, :3] = -n[sel]
                 rec.force[k] = -force_i[sel]
             else:
@@ -266,8 +243,7 @@ class NSCD(Scheme):
             return None
         ids = sim.store.id
         who = ("particles %d and %d" % (ids[ci[c]], ids[cj[c]]) if pair[c] else
-               "particle %d and %s %d" % (ids[ci[c]], "plane" if contacts.kind[c] == PLANE
-                                           else "mesh facet", cj[c]))
+               "particle %d and %s %d" % (ids[ci[c]], WALL_NAMES[contacts.kind[c]], cj[c]))
         return ("step %d (t=%.6g): overlap of %s is %.3g of the smaller radius (limit "
                 "max_overlap=%g): NSCD tolerance too large, itmax too small or alert "
                 "distance below the approach per step" % (sim.step_count, sim.time, who,
