@@ -451,6 +451,11 @@ class Simulation:
         moved (set-up changed, or request_rebuild)."""
         return self._dirty
 
+    def rebuild(self):
+        """Build the neighbor lists of every interaction kind now (collective), from the
+        current positions (pdem.nscd.GrainProblem detects contacts this way)."""
+        self._rebuild()
+
     def request_rebuild(self):
         """Rebuild the neighbor lists at the next step (results do not change)."""
         self._dirty = True

@@ -10,8 +10,7 @@ add exact zeros and the 2D numbers are those of the 2D formulas.
 
 A contact c joins grain i = ci[c] (always a grain) and body j = cj[c] of kind
 kind[c]: 0 grain, 1 boundary segment, 2 boundary disk (radius 0), 3 plane, 4 mesh
-facet (3D; listed by pdem.nscd.problem with the facet kernels and merged into this
-list). The solver only tells kind 0 (two grains) from the others: every boundary
+facet (3D). The solver only tells kind 0 (two grains) from the others: every boundary
 kind, facets included, is a body of infinite mass and inertia whose velocity at the
 contact point is vb[c] (zero for fixed walls; pdem.Simulation's moving planes and mesh
 walls). The normal n points from j to i (seed 003: v_n = (v_i - v_j).n, a positive
@@ -40,17 +39,13 @@ contact from the sweep's start velocities (prange over contacts) and then adds t
 increments per grain in ascending contact order (prange over grains): the same bits
 for any thread count.
 
-Detection. A cell grid of edge >= 2 r_max + alert over the grains' bounding box;
-grains are binned by centre, boundary segments and disks are listed in every cell
-their bounding box inflated by r_max + alert touches. Each grain visits the 3^dim
-cells around it for grains and its own cell for boundaries: linear cost. Two
-passes (count, fill) in prange; each grain's partners are sorted by id.
+Contact lists come from pdem.Simulation's interaction kinds (pdem.nscd.scheme):
+pair gaps from its Verlet list (verlet_pair_gaps), wall gaps from each wall kind.
 """
 from cython.parallel cimport prange
-from libc.math cimport sqrt, fabs, floor, INFINITY
+from libc.math cimport sqrt, fabs, INFINITY
 from vecmath cimport v3, V, vadd, vsub, vscale, vdot, vcross, vnorm
 from omp cimport pdem_omp_available
-from cellgrid cimport cell_index, cell_sort, grid_size, sort_run_by_id
 import numpy as np
 
 
@@ -87,251 +82,7 @@ def openmp_available():
     return bool(pdem_omp_available())
 
 
-# ---------------------------------------------------------------- geometry
-cdef inline double seg_geom(v3 xg, v3 a, v3 b, v3* n) noexcept nogil:
-    """Distance from xg to segment [a, b] with seed 003's projection; returns -1 when
-    the foot s_t lies outside [0, 1] (the end disks take over there)."""
-    cdef v3 t = vsub(b, a), s = vsub(xg, a), nv
-    cdef double st = vdot(s, t) / vdot(t, t), dist
-    if st < 0.0 or st > 1.0:
-        return -1.0
-    nv = vsub(s, vscale(t, st))
-    dist = vnorm(nv)
-    if dist > 0.0:
-        n[0] = vscale(nv, 1.0 / dist)
-    else:                       # centre on the segment: left normal of t (2D) / any normal
-        if t.x != 0.0 or t.y != 0.0:
-            nv = V(-t.y, t.x, 0.0)
-        else:
-            nv = V(0.0, -t.z, t.y)
-        n[0] = vscale(nv, 1.0 / vnorm(nv))
-    return dist
-
-
-cdef inline double point_geom(v3 xg, v3 p, v3* n) noexcept nogil:
-    """Distance from p to xg and the unit vector p -> xg (x axis when they coincide)."""
-    cdef v3 dv = vsub(xg, p)
-    cdef double dist = vnorm(dv)
-    if dist > 0.0:
-        n[0] = vscale(dv, 1.0 / dist)
-    else:
-        n[0] = V(1.0, 0.0, 0.0)
-    return dist
-
-
-cdef inline v3 _segpt(const double[:, ::1] seg, Py_ssize_t w, int end, int dim) noexcept nogil:
-    cdef int o = end * dim
-    if dim == 3:
-        return V(seg[w, o], seg[w, o + 1], seg[w, o + 2])
-    return V(seg[w, o], seg[w, o + 1], 0.0)
-
-
-cdef inline void _put(signed char[::1] kind, int[::1] ci, int[::1] cj, double[:, ::1] normal,
-                      double[::1] gap, long k, int kd, long a, int w, v3 n,
-                      double d) noexcept nogil:
-    kind[k] = kd
-    ci[k] = <int>a
-    cj[k] = w
-    gap[k] = d
-    normal[k, 0] = n.x; normal[k, 1] = n.y; normal[k, 2] = n.z
-
-
-cdef long _visit(long a, int dim, const double[:, ::1] x, const double[::1] r,
-                 const long[::1] ids, long n_own, double alert,
-                 const double[:, ::1] seg, const double[:, ::1] disk,
-                 const double[:, ::1] plane_p, const double[:, ::1] plane_n,
-                 const long[::1] cell_of, const long* nc,
-                 const long[::1] gstart, const int[::1] gmem,
-                 const long[::1] sstart, const int[::1] smem,
-                 const long[::1] dstart, const int[::1] dmem,
-                 signed char[::1] kind, int[::1] ci, int[::1] cj, double[:, ::1] normal,
-                 double[::1] gap, long off, int fill) noexcept nogil:
-    """Count (fill=0) or write (fill=1, from row `off`) the potential contacts of grain a."""
-    cdef long c = cell_of[a], cx, cy, cz, ix, iy, iz, e, found = 0, k, q, s0
-    cdef int b, w
-    cdef v3 xa = ld(x, a, dim), n
-    cdef double ra = r[a], dist
-    cz = c % nc[2]
-    cy = (c // nc[2]) % nc[1]
-    cx = c // (nc[1] * nc[2])
-    # grains: partners of larger id, not both ghosts
-    for ix in range(cx - 1 if cx > 0 else 0, cx + 2 if cx + 2 <= nc[0] else nc[0]):
-        for iy in range(cy - 1 if cy > 0 else 0, cy + 2 if cy + 2 <= nc[1] else nc[1]):
-            for iz in range(cz - 1 if cz > 0 else 0, cz + 2 if cz + 2 <= nc[2] else nc[2]):
-                q = (ix * nc[1] + iy) * nc[2] + iz
-                for e in range(gstart[q], gstart[q + 1]):
-                    b = gmem[e]
-                    if ids[b] <= ids[a] or (a >= n_own and b >= n_own):
-                        continue
-                    if point_geom(xa, ld(x, b, dim), &n) - ra - r[b] < alert:
-                        if fill:
-                            cj[off + found] = b
-                        found += 1
-    if fill:
-        # sort the run by partner id (insertion sort: short runs), then geometry
-        sort_run_by_id(cj, ids, off, off + found)
-        for k in range(off, off + found):
-            b = cj[k]
-            dist = point_geom(xa, ld(x, b, dim), &n)
-            kind[k] = 0
-            ci[k] = <int>a
-            gap[k] = dist - ra - r[b]
-            normal[k, 0] = n.x; normal[k, 1] = n.y; normal[k, 2] = n.z
-    if a >= n_own:
-        return found
-    # boundary segments and disks listed in this cell (ascending index), then planes
-    for k in range(sstart[c], sstart[c + 1]):
-        w = smem[k]
-        dist = seg_geom(xa, _segpt(seg, w, 0, dim), _segpt(seg, w, 1, dim), &n)
-        if dist >= 0.0 and dist - ra < alert:
-            if fill:
-                _put(kind, ci, cj, normal, gap, off + found, 1, a, w, n, dist - ra)
-            found += 1
-    for k in range(dstart[c], dstart[c + 1]):
-        w = dmem[k]
-        dist = point_geom(xa, ld(disk, w, dim), &n)
-        if dist - ra < alert:
-            if fill:
-                _put(kind, ci, cj, normal, gap, off + found, 2, a, w, n, dist - ra)
-            found += 1
-    for w in range(plane_p.shape[0]):
-        n = ld(plane_n, w, dim)
-        dist = vdot(vsub(xa, ld(plane_p, w, dim)), n)
-        if dist - ra < alert:
-            if fill:
-                _put(kind, ci, cj, normal, gap, off + found, 3, a, w, n, dist - ra)
-            found += 1
-    return found
-
-
-cdef tuple _bin_boxes(const double[:, ::1] lo_box, const double[:, ::1] hi_box, int dim,
-               const double* lo, double inv_cell, const long* nc):
-    """CSR (start, members) of the cells touched by each box, members ascending."""
-    cdef Py_ssize_t k, nb = lo_box.shape[0]
-    cdef long ncell = nc[0] * nc[1] * nc[2], a0, a1, b0, b1, c0, c1, ix, iy, iz, q, tot = 0
-    cdef long[:, ::1] rng = np.zeros((nb, 6), dtype=np.int64)
-    start_arr = np.zeros(ncell + 1, dtype=np.int64)
-    cdef long[::1] start = start_arr
-    cdef int d
-    cdef long lo_c[3]
-    cdef long hi_c[3]
-    cdef bint skip
-    for k in range(nb):
-        skip = False
-        for d in range(3):
-            if d < dim:
-                lo_c[d] = <long>floor((lo_box[k, d] - lo[d]) * inv_cell)
-                hi_c[d] = <long>floor((hi_box[k, d] - lo[d]) * inv_cell)
-                if hi_c[d] < 0 or lo_c[d] >= nc[d]:
-                    skip = True
-                lo_c[d] = max(lo_c[d], 0)
-                hi_c[d] = min(hi_c[d], nc[d] - 1)
-            else:
-                lo_c[d] = 0
-                hi_c[d] = 0
-        if skip:                         # no grain can reach it: empty range
-            rng[k, 0] = 0; rng[k, 1] = -1
-            continue
-        for d in range(3):
-            rng[k, 2 * d] = lo_c[d]
-            rng[k, 2 * d + 1] = hi_c[d]
-        for ix in range(lo_c[0], hi_c[0] + 1):
-            for iy in range(lo_c[1], hi_c[1] + 1):
-                for iz in range(lo_c[2], hi_c[2] + 1):
-                    start[(ix * nc[1] + iy) * nc[2] + iz + 1] += 1
-    for q in range(ncell):
-        start[q + 1] += start[q]
-    mem_arr = np.empty(start[ncell], dtype=np.int32)
-    cdef int[::1] mem = mem_arr
-    cdef long[::1] fill = start_arr[:ncell].copy()
-    for k in range(nb):
-        for ix in range(rng[k, 0], rng[k, 1] + 1):
-            for iy in range(rng[k, 2], rng[k, 3] + 1):
-                for iz in range(rng[k, 4], rng[k, 5] + 1):
-                    q = (ix * nc[1] + iy) * nc[2] + iz
-                    mem[fill[q]] = <int>k
-                    fill[q] += 1
-    return start_arr, mem_arr
-
-
-def detect(const double[:, ::1] x, const double[::1] r, const long[::1] ids,
-           const long[::1] order, long n_own, double alert,
-           const double[:, ::1] seg, const double[:, ::1] disk,
-           const double[:, ::1] plane_p, const double[:, ::1] plane_n, int n_threads):
-    """Potential contacts (surface distance < alert) of grains x (n, dim) with each other
-    and with segments seg (k, 2 dim: x0 then x1), disks (k, dim) and planes (point,
-    unit normal). Grains are visited in `order` (ascending id); grain pairs need one
-    owned grain (rows < n_own), boundary contacts an owned grain.
-    Returns kind (int8), i, j (int32), normal (m, 3), gap (m,)."""
-    cdef Py_ssize_t n = x.shape[0], i, t
-    cdef int dim = x.shape[1], d, nt = max(1, n_threads)
-    cdef double rmax = 0.0, cell, inv_cell, reach
-    cdef double lo[3]
-    cdef double hi[3]
-    cdef long nc[3]
-    if n == 0:
-        return (np.empty(0, np.int8), np.empty(0, np.int32), np.empty(0, np.int32),
-                np.empty((0, 3)), np.empty(0))
-    xa = np.asarray(x)
-    for i in range(n):
-        if r[i] > rmax:
-            rmax = r[i]
-    for d in range(3):
-        lo[d] = xa[:, d].min() if d < dim else 0.0
-        hi[d] = xa[:, d].max() if d < dim else 0.0
-    cell = 2.0 * rmax + alert
-    inv_cell = grid_size(lo, hi, cell, n, nc)
-    cdef long ncell = nc[0] * nc[1] * nc[2]
-    cell_of_arr = np.empty(n, dtype=np.int64)
-    cdef long[::1] cell_of = cell_of_arr
-    for i in range(n):
-        cell_of[i] = cell_index(x[i, 0], x[i, 1], x[i, 2] if dim == 3 else lo[2], lo,
-                                inv_cell, nc)
-    gstart_arr = np.zeros(ncell + 1, dtype=np.int64)
-    cdef long[::1] gstart = gstart_arr
-    gmem_arr = np.empty(n, dtype=np.int32)
-    cdef int[::1] gmem = gmem_arr
-    cell_sort(cell_of, gstart, gmem)
-    # boundaries: bounding boxes inflated by the largest reach r_max + alert
-    reach = rmax + (alert if alert > 0.0 else 0.0)
-    sega = np.asarray(seg).reshape(-1, 2, dim) if seg.shape[0] else np.zeros((0, 2, dim))
-    slo = np.ascontiguousarray(sega.min(axis=1) - reach) if seg.shape[0] else np.zeros((0, dim))
-    shi = np.ascontiguousarray(sega.max(axis=1) + reach) if seg.shape[0] else np.zeros((0, dim))
-    sstart_arr, smem_arr = _bin_boxes(slo, shi, dim, lo, inv_cell, nc)
-    dka = np.asarray(disk)
-    dstart_arr, dmem_arr = _bin_boxes(np.ascontiguousarray(dka - reach),
-                                      np.ascontiguousarray(dka + reach), dim, lo, inv_cell, nc)
-    cdef long[::1] sstart = sstart_arr, dstart = dstart_arr
-    cdef int[::1] smem = smem_arr, dmem = dmem_arr
-    count_arr = np.zeros(n + 1, dtype=np.int64)
-    cdef long[::1] count = count_arr
-    cdef signed char[::1] k0 = np.empty(1, np.int8)
-    cdef int[::1] i0 = np.empty(1, np.int32)
-    cdef double[:, ::1] n0 = np.empty((1, 3))
-    cdef double[::1] g0 = np.empty(1)
-    for t in prange(n, nogil=True, schedule='static', num_threads=nt):
-        count[t + 1] = _visit(order[t], dim, x, r, ids, n_own, alert, seg, disk, plane_p,
-                              plane_n, cell_of, nc, gstart, gmem, sstart, smem, dstart, dmem,
-                              k0, i0, i0, n0, g0, 0, 0)
-    for t in range(n):
-        count[t + 1] += count[t]
-    cdef long m = count[n]
-    kind_arr = np.empty(m, np.int8)
-    ci_arr = np.empty(m, np.int32)
-    cj_arr = np.empty(m, np.int32)
-    normal_arr = np.empty((m, 3))
-    gap_arr = np.empty(m)
-    cdef signed char[::1] kind = kind_arr
-    cdef int[::1] ci = ci_arr, cj = cj_arr
-    cdef double[:, ::1] normal = normal_arr
-    cdef double[::1] gap = gap_arr
-    for t in prange(n, nogil=True, schedule='static', num_threads=nt):
-        _visit(order[t], dim, x, r, ids, n_own, alert, seg, disk, plane_p, plane_n, cell_of,
-               nc, gstart, gmem, sstart, smem, dstart, dmem, kind, ci, cj, normal, gap,
-               count[t], 1)
-    return kind_arr, ci_arr, cj_arr, normal_arr, gap_arr
-
-
+# ---------------------------------------------------------------- pair geometry
 def verlet_pair_gaps(const int[::1] i1, const int[::1] i2, const double[:, ::1] pos,
                      const int[:, ::1] image, const double[::1] box_len,
                      const double[::1] radius, double[:, ::1] normal, double[::1] gap,

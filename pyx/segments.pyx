@@ -31,7 +31,7 @@ cdef inline double foot(v3 x, v3 a, v3 b, v3* q, v3* n) noexcept nogil:
         if st < 0.0 or st > 1.0:
             return -1.0
     q[0] = vadd(a, vscale(t, st))
-    d = vsub(x, q[0])
+    d = vsub(s, vscale(t, st))              # the seed's n = s - s_t t
     dist = vnorm(d)
     if dist > 0.0:
         n[0] = vscale(d, 1.0 / dist)

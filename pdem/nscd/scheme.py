@@ -106,36 +106,55 @@ class NSCD(Scheme):
         Returns (problem message or None, index of a particle whose velocity is not
         finite or -1)."""
         clock = time.perf_counter()
-        st, n, n_own = sim.store, sim.store.n, sim.store.n_own
-        zero = np.zeros((n, 3))
-        integrate.kick(st.vel, st.angvel, zero, zero, st.mass, st.inertia, st.blocked,
-                       sim.gravity, sim.dt, n, sim.threads)
-        mass, inv_inertia = self._masses(sim)
-        mu_table, e_table = sim.materials.coefficients()
-        contacts, rows = self._contacts(sim, mass, mu_table, e_table)
-        relax = self.relaxation
-        if relax is None:
-            relax = 1.0 if (self.normal_rule == "seed" and not np.any(mu_table > 0)) else 0.5
-        w = st.angvel if sim.domain.dim == 3 else st.angvel[:, 2:]
-        w = np.ascontiguousarray(w)
-        any_contacts = sim.collective.max(float(len(contacts))) > 0
-        self.sweeps, self.residual = contacts.solve(
-            self.solver, st.vel, w, st.radius, mass, inv_inertia, sim.dt, self.tol, self.itmax,
-            n_own, beta=self.overlap_correction, projected=self.normal_rule == "projected",
-            relax=relax, threads=sim.threads, any_contacts=any_contacts,
-            end_sweep=lambda res, dv, dw: self._end_sweep(sim, w, res, dv, dw),
-            where="step %d (t=%.6g): " % (sim.step_count, sim.time))
-        if sim.domain.dim == 2:
-            st.angvel[:, 2] = w[:, 0]
-        self.total_sweeps += self.sweeps
+        st = sim.store
+        self.free_fall(sim)
+        contacts, rows = self.detect(sim)
+        self.solve(sim, contacts, "step %d (t=%.6g): " % (sim.step_count, sim.time))
         self._write_rows(sim, contacts, rows)
         problem = self._overlap_message(sim, contacts)
         sim.sum_forces()
+        n_own = st.n_own
         ok = np.all(np.isfinite(st.vel[:n_own]), axis=1) & \
             np.all(np.isfinite(st.angvel[:n_own]), axis=1)
         bad = int(np.argmin(ok)) if not ok.all() else -1
         sim.timers["contact"] += time.perf_counter() - clock
         return problem, bad
+
+    # the stages of advance (pdem.nscd.GrainProblem calls them one by one: seed 003's API)
+    @staticmethod
+    def free_fall(sim):
+        """v += g dt for every free degree of freedom, ghosts included."""
+        st, zero = sim.store, np.zeros((sim.store.n, 3))
+        integrate.kick(st.vel, st.angvel, zero, zero, st.mass, st.inertia, st.blocked,
+                       sim.gravity, sim.dt, st.n, sim.threads)
+
+    def detect(self, sim):
+        """The potential contacts (gap < alert) from the current candidate lists: a
+        ContactSolve in solve order and, per contact, (kind index, row in its batch)."""
+        self._mass, self._inv_inertia = self._masses(sim)
+        mu_table, e_table = sim.materials.coefficients()
+        self._relax = self.relaxation
+        if self._relax is None:
+            self._relax = 1.0 if (self.normal_rule == "seed" and not np.any(mu_table > 0)) \
+                else 0.5
+        return self._contacts(sim, self._mass, mu_table, e_table)
+
+    def solve(self, sim, contacts, where=""):
+        """NLGS or Jacobi sweeps on the velocities of sim.store (collective); sets
+        sweeps and residual and returns the sweeps."""
+        st = sim.store
+        w = np.ascontiguousarray(st.angvel if sim.domain.dim == 3 else st.angvel[:, 2:])
+        any_contacts = sim.collective.max(float(len(contacts))) > 0
+        self.sweeps, self.residual = contacts.solve(
+            self.solver, st.vel, w, st.radius, self._mass, self._inv_inertia, sim.dt, self.tol,
+            self.itmax, st.n_own, beta=self.overlap_correction,
+            projected=self.normal_rule == "projected", relax=self._relax, threads=sim.threads,
+            any_contacts=any_contacts,
+            end_sweep=lambda res, dv, dw: self._end_sweep(sim, w, res, dv, dw), where=where)
+        if sim.domain.dim == 2:
+            st.angvel[:, 2] = w[:, 0]
+        self.total_sweeps += self.sweeps
+        return self.sweeps
 
     @staticmethod
     def _end_sweep(sim, w, res, ghost_dv, ghost_dw):

@@ -1,73 +1,84 @@
-"""NSCD on 1-4 ranks (run with `mpirun -n N python -m pytest --with-mpi`): Jacobi gives
-the same bits as one process, NLGS (block Gauss-Seidel across ranks) converges to the
-same velocities within the tolerance; with planes or with a mesh box (add_mesh)."""
+"""NSCD scenes of seed 003 on 1-4 ranks (run with `mpirun -n N python -m pytest
+--with-mpi`): pdem.Simulation with the NSCD scheme on COMM_WORLD against the same
+Simulation on one process (COMM_SELF, computed on every rank). Jacobi gives the same
+bits; NLGS (block Gauss-Seidel across ranks) converges to the same velocities within
+the tolerance. Scenes: disks in a box of boundary segments with their end disks, spheres
+in a box of planes or of mesh facets."""
 import warnings
 
 import numpy as np
 import pytest
 from mpi4py import MPI
 
-from pdem.nscd import GrainProblem
-from pdem.nscd.parallel import ParallelGrainProblem
+import pdem
 
 G = 9.81
 
 
-def scene_2d(cls, n=160, seed=7, **kw):
-    """Disks in a box of three segments, on a jittered lattice with random velocities;
-    the box spans [0, 0.4] x [0, 0.4] (cut among the ranks)."""
+def simulation(comm, lo, hi, solver, friction, dt=1e-3, tol=1e-7, alert=0.004, **kw):
+    dim = len(lo)
+    sim = pdem.Simulation(pdem.Domain(lo, hi, dim=dim), dt, gravity=(0.0, -G, 0.0) if dim == 2
+                          else (0.0, 0.0, -G), comm=comm, skin=0.002, threads=1,
+                          scheme=pdem.NSCD(solver, tol=tol, alert=alert, itmax=3000, **kw))
+    sim.material("grains", 1000.0, friction=friction)
+    return sim
+
+
+def scene_2d(comm, solver, friction, n=160, seed=7):
+    """Disks in a box of three segments, on a jittered lattice with random velocities
+    and a drift of 1 m/s along x: 25 steps carry grains over any cut (migration)."""
     rng = np.random.default_rng(seed)
-    args = ((0.0, 0.0), (0.4, 0.4)) if cls is ParallelGrainProblem else ()
-    p = cls(*args, dim=2, gravity=(0.0, -G), threads=1, **kw)
-    p.add_segments([[0.0, 0.4], [0.0, 0.0], [0.4, 0.0]], [[0.0, 0.0], [0.4, 0.0], [0.4, 0.4]])
-    side = 16
+    sim = simulation(comm, (-0.05, -0.05), (0.45, 0.6), solver, friction)
+    sim.add_segments([[0.0, 0.4], [0.0, 0.0], [0.4, 0.0]], [[0.0, 0.0], [0.4, 0.0], [0.4, 0.4]],
+                     "grains")
     k = np.arange(n)
-    x = np.column_stack([0.0125 + 0.0235 * (k % side), 0.0125 + 0.0235 * (k // side)])
+    x = np.column_stack([0.0125 + 0.0235 * (k % 16), 0.0125 + 0.0235 * (k // 16)])
     x += rng.uniform(-1e-3, 1e-3, x.shape)
-    # a drift of 1 m/s along x: 25 steps carry grains over any cut (migration)
-    p.add_grains(x, rng.uniform(0.009, 0.011, n), density=1000.0,
-                 v=rng.normal(0.0, 0.3, (n, 2)) + [1.0, 0.0])
-    return p
+    sim.add_spheres(x, rng.uniform(0.009, 0.011, n), "grains",
+                    velocities=rng.normal(0.0, 0.3, (n, 2)) + [1.0, 0.0])
+    return sim
 
 
-def _add_grains_3d(p, rng):
+def _spheres_3d(sim, rng):
     """147 spheres on a jittered lattice in the 0.2 m box, moving diagonally."""
     g = 0.015 + 0.025 * np.arange(7)
     x = np.array([[a, b, c] for a in g for b in g for c in g[:3]])
     x += rng.uniform(-1e-3, 1e-3, x.shape)
-    p.add_grains(x, rng.uniform(0.009, 0.011, len(x)), density=1000.0,
-                 v=rng.normal(0.0, 0.3, x.shape) + [1.0, 1.0, 0.0])
-    return p
+    sim.add_spheres(x, rng.uniform(0.009, 0.011, len(x)), "grains",
+                    velocities=rng.normal(0.0, 0.3, x.shape) + [1.0, 1.0, 0.0])
+    return sim
 
 
-def scene_3d(cls, seed=3, **kw):
-    rng = np.random.default_rng(seed)
-    args = ((0.0, 0.0, 0.0), (0.2, 0.2, 0.2)) if cls is ParallelGrainProblem else ()
-    p = cls(*args, dim=3, threads=1, **kw)
-    p.add_planes([[0, 0, 0], [0, 0, 0], [0.2, 0.2, 0], [0, 0, 0], [0.2, 0.2, 0]],
-                 [[0, 0, 1], [1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0]])
-    return _add_grains_3d(p, rng)
+def scene_3d(comm, solver, friction, seed=3):
+    sim = simulation(comm, (-0.02,) * 3, (0.22, 0.22, 0.3), solver, friction)
+    for point, normal in (((0, 0, 0), (0, 0, 1)), ((0, 0, 0), (1, 0, 0)),
+                          ((0.2, 0.2, 0), (-1, 0, 0)), ((0, 0, 0), (0, 1, 0)),
+                          ((0.2, 0.2, 0), (0, -1, 0))):
+        sim.add_plane(point, normal, "grains")
+    return _spheres_3d(sim, np.random.default_rng(seed))
 
 
-def scene_3d_mesh(cls, seed=3, **kw):
-    """scene_3d in an open box of triangles (pdem.contact.shapes.box, 4 x 4 squares per
-    face, inward normals) instead of the five planes: facet contacts (kind 4)."""
+def scene_3d_mesh(comm, solver, friction, seed=3):
+    """scene_3d in an open box of triangles (4 x 4 squares per face): facet contacts."""
     from pdem.contact.shapes import box
-    rng = np.random.default_rng(seed)
-    args = ((0.0, 0.0, 0.0), (0.2, 0.2, 0.2)) if cls is ParallelGrainProblem else ()
-    p = cls(*args, dim=3, threads=1, **kw)
-    p.add_mesh(box((0.0, 0.0, 0.0), (0.2, 0.2, 0.2), n=4, open_top=True))
-    return _add_grains_3d(p, rng)
+    sim = simulation(comm, (-0.02,) * 3, (0.22, 0.22, 0.3), solver, friction)
+    sim.add_mesh_wall(box((0.0, 0.0, 0.0), (0.2, 0.2, 0.2), n=4, open_top=True), "grains")
+    return _spheres_3d(sim, np.random.default_rng(seed))
 
 
-def run(p, steps, solver, dt=1e-3, tol=1e-7, alert=0.004):
+def run(sim, steps):
+    sweeps = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return [p.step(dt, tol, alert, solver=solver, itmax=3000) for _ in range(steps)]
+        for _ in range(steps):
+            sim.step()
+            sweeps.append(sim.scheme.sweeps)
+    return sweeps
 
 
-def serial_state(p):
-    return {"x": p.x, "v": p.v, "omega": p.omega, "orientation": p.orientation}
+def state(sim):
+    p = sim.particles(gather=True)
+    return {k: p[k] for k in ("id", "position", "velocity", "angular_velocity", "orientation")}
 
 
 @pytest.mark.mpi(min_size=1)
@@ -75,29 +86,22 @@ def serial_state(p):
                                             (scene_3d_mesh, 0.3)])
 def test_jacobi_same_bits_as_one_process(make, friction):
     comm = MPI.COMM_WORLD
-    steps = 25
-    ref = make(GrainProblem, friction=friction)
-    its_ref = run(ref, steps, "jacobi")
-    par = make(ParallelGrainProblem, friction=friction, comm=comm)
-    assert par.n_total == ref.n
-    assert comm.allreduce(par.n) == ref.n
-    its = run(par, steps, "jacobi")
-    assert its == its_ref
-    if make is scene_3d_mesh:                         # facet contacts were solved
-        assert comm.allreduce(int(np.sum(par.contacts["kind"] == 4))) > 20
-    got = par.gather()
-    np.testing.assert_array_equal(got["id"], np.arange(ref.n))
-    for k, v in serial_state(ref).items():
-        np.testing.assert_array_equal(got[k], v, err_msg=k)
-    # the grains moved across subdomains and ranks exchanged ghosts
-    if comm.size > 1:
-        assert comm.allreduce(par.received) > 0
-        assert comm.allreduce(len(par.ids)) == ref.n
+    ref = make(MPI.COMM_SELF, "jacobi", friction)
+    par = make(comm, "jacobi", friction)
+    assert run(par, 25) == run(ref, 25)
+    got, want = state(par), state(ref)
+    for k in want:
+        np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+    kinds = {"segment", "point"} if make is scene_2d else \
+        {"plane"} if make is scene_3d else {"mesh"}
+    assert kinds & set(par.contacts(gather=True)["kind"])        # wall contacts were solved
+    if comm.size > 1:                     # grains crossed subdomains
+        assert comm.allreduce(par.n_migrated) > 0
 
 
-def column_2d(cls, side=20, rows=10, **kw):
-    """Disks on a hexagonal lattice, touching (gaps below 1 um), at rest in a box: the
-    first step carries the column's weight through contacts across every rank border."""
+def column_2d(comm, side=20, rows=10):
+    """Disks on a hexagonal lattice, touching (gaps below 1 um), at rest in a box of
+    segments: the first step carries the column's weight across every rank border."""
     R = 5e-3
     n = side * rows
     k = np.arange(n)
@@ -105,74 +109,65 @@ def column_2d(cls, side=20, rows=10, **kw):
     x = np.column_stack([R + 2 * R * col + R * (row % 2), R + np.sqrt(3.0) * R * row])
     r = R * (1.0 - 1e-4 * np.random.default_rng(0).random(n))
     w, h = 2 * R * side + R, R + np.sqrt(3.0) * R * rows + 2 * R
-    args = ((-R, -R), (w + R, h + R)) if cls is ParallelGrainProblem else ()
-    p = cls(*args, dim=2, threads=1, **kw)
-    p.add_segments([[0.0, h], [0.0, 0.0], [w, 0.0]], [[0.0, 0.0], [w, 0.0], [w, h]])
-    p.add_grains(x, r, density=2500.0)
-    return p
+    sim = pdem.Simulation(pdem.Domain((-R, -R), (w + R, h + R), dim=2), 1e-3,
+                          gravity=(0.0, -G, 0.0), comm=comm, skin=1e-3, threads=1,
+                          scheme=pdem.NSCD("nlgs", tol=1e-10, alert=2.5e-3, itmax=100000,
+                                           normal_rule="projected"))
+    sim.material("glass", 2500.0, friction=0.0)
+    sim.add_segments([[0.0, h], [0.0, 0.0], [w, 0.0]], [[0.0, 0.0], [w, 0.0], [w, h]], "glass")
+    sim.add_spheres(x, r, "glass")
+    return sim
 
 
 @pytest.mark.mpi(min_size=1)
 def test_block_nlgs_converges_to_the_same_velocities():
     """Projected rule: the frictionless velocities of a step are unique. Block NLGS on N
     ranks (each contact solved once, increments to ghosts returned to their owners)
-    and NLGS on one process, each solved to tol/100, agree within tol/dt; the sweep
-    counts stay close (Jacobi between ranks only on the borders)."""
+    and NLGS on one process, each solved to tol/100 = 1e-10 m, agree within tol/dt;
+    the sweep counts stay close (Jacobi between ranks only on the borders)."""
     comm = MPI.COMM_WORLD
-    dt, tol, alert = 1e-3, 1e-8, 2.5e-3
-    ref = column_2d(GrainProblem, normal_rule="projected")
-    par = column_2d(ParallelGrainProblem, normal_rule="projected", comm=comm)
-    it_ref = ref.step(dt, tol / 100, alert, itmax=100000)
-    it = par.step(dt, tol / 100, alert, itmax=100000)
-    got = par.gather()
-    assert np.abs(ref.v).max() > 1e-3                     # the column moved and stopped
-    assert np.abs(got["v"] - ref.v).max() < tol / dt
+    tol, dt = 1e-8, 1e-3
+    ref, par = column_2d(MPI.COMM_SELF), column_2d(comm)
+    (it_ref,), (it,) = run(ref, 1), run(par, 1)
+    got, want = state(par), state(ref)
+    assert np.abs(want["velocity"]).max() > 1e-3            # the column moved and stopped
+    assert np.abs(got["velocity"] - want["velocity"]).max() < tol / dt
     assert it_ref > 1000 and abs(it - it_ref) < 0.2 * it_ref
     if comm.size == 1:
-        np.testing.assert_array_equal(got["v"], ref.v)     # one rank: the serial NLGS
+        np.testing.assert_array_equal(got["velocity"], want["velocity"])
         assert it == it_ref
 
 
 @pytest.mark.mpi(min_size=1)
 @pytest.mark.parametrize("make", [scene_3d, scene_3d_mesh])
-def test_block_nlgs_3d_with_friction_runs_close_to_serial(make):
+def test_block_nlgs_3d_with_friction_runs_close_to_one_process(make):
     comm = MPI.COMM_WORLD
-    dt, tol = 1e-3, 1e-7
-    ref = make(GrainProblem, friction=0.3)
-    par = make(ParallelGrainProblem, friction=0.3, comm=comm)
-    run(ref, 5, "nlgs", tol=tol / 100)
-    its = run(par, 5, "nlgs", tol=tol / 100)
-    got = par.gather()
-    assert np.abs(got["v"] - ref.v).max() < tol / dt
+    tol, dt = 1e-7, 1e-3
+    ref, par = make(MPI.COMM_SELF, "nlgs", 0.3), make(comm, "nlgs", 0.3)
+    ref.scheme.tol = par.scheme.tol = tol / 100
+    run(ref, 5)
+    its = run(par, 5)
+    got, want = state(par), state(ref)
+    assert np.abs(got["velocity"] - want["velocity"]).max() < tol / dt
     assert max(its) > 1
     if comm.size == 1:
-        np.testing.assert_array_equal(got["v"], ref.v)
+        np.testing.assert_array_equal(got["velocity"], want["velocity"])
 
 
 @pytest.mark.mpi(min_size=1)
 def test_empty_ranks_take_part():
     """All grains in one corner: ranks that own nothing still sweep and reduce."""
-    comm = MPI.COMM_WORLD
-    p = ParallelGrainProblem((0.0, 0.0), (4.0, 4.0), dim=2, comm=comm, threads=1)
-    p.add_segments([[0.0, 0.0]], [[4.0, 0.0]])
-    p.add_grains([[0.1, 0.1], [0.3, 0.1], [0.2, 0.28]], 0.1)
-    q = GrainProblem(dim=2, threads=1)
-    q.add_segments([[0.0, 0.0]], [[4.0, 0.0]])
-    q.add_grains([[0.1, 0.1], [0.3, 0.1], [0.2, 0.28]], 0.1)
-    for _ in range(10):
-        assert p.step(1e-3, 1e-9, 0.05, solver="jacobi") == q.step(1e-3, 1e-9, 0.05,
-                                                                   solver="jacobi")
-    np.testing.assert_array_equal(p.gather()["x"], q.x)
+    def corner(comm):
+        sim = pdem.Simulation(pdem.Domain((0.0, 0.0), (4.0, 4.0), dim=2), 1e-3,
+                              gravity=(0.0, -G, 0.0), comm=comm, threads=1,
+                              scheme=pdem.NSCD("jacobi", tol=1e-9, alert=0.05))
+        sim.material("m", 1.0 / np.pi, friction=0.0)
+        sim.add_segments([[0.0, 0.05]], [[4.0, 0.05]], "m")
+        sim.add_spheres([[0.1, 0.15], [0.3, 0.15], [0.2, 0.33]], 0.1, "m")
+        return sim
 
-
-@pytest.mark.mpi(min_size=2)
-def test_slabs_thinner_than_the_ghost_cutoff_are_refused_on_every_rank():
-    from pdem.errors import InputError
-    comm = MPI.COMM_WORLD
-    p = ParallelGrainProblem((0.0, 0.0), (0.03 * comm.size, 1.0), dim=2, comm=comm,
-                             dims=(comm.size, 1, 1), threads=1)
-    p.add_grains([[0.015, 0.5]], 0.01)
-    with pytest.raises(InputError, match="too small"):
-        p.step(1e-3, 1e-6, 0.02)                  # cutoff 2 r + alert = 0.04 > 0.03
-    assert p.time == 0.0 and np.all(p.v == 0.0)   # refused before anything moved
-    assert p.step(1e-3, 1e-6, 0.005) == 0         # cutoff 0.025: fine
+    ref, par = corner(MPI.COMM_SELF), corner(MPI.COMM_WORLD)
+    assert run(par, 10) == run(ref, 10)
+    assert max(run(ref, 1)) > 0
+    run(par, 1)
+    np.testing.assert_array_equal(state(par)["position"], state(ref)["position"])
