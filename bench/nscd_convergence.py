@@ -10,10 +10,10 @@ that grows with the column height, Jacobi more. For each size, solver and thread
 the script times `--steps` steps (after one untimed warm-up step that builds
 nothing but warms the caches) and records the sweeps of each step, the contacts,
 the wall time per step and per contact-sweep (on several ranks the contacts are the
-ranks' lists summed: a pair across a border counts twice). Sweeps are capped at
+active contacts of pdem.Simulation.n_contacts, each once). Sweeps are capped at
 --itmax (a capped run is flagged, with its last residual).
 
-Run on one process, or under MPI (the same script, pdem.nscd.parallel on every rank):
+Run on one process, or under MPI (pdem.Simulation with the NSCD scheme on every rank):
     python bench/nscd_convergence.py --sizes 1000,10000 --json bench/out/nscd_1.json
     mpirun -n 2 python -m mpi4py bench/nscd_convergence.py --sizes 1000,10000 \
         --json bench/out/nscd_2.json
@@ -52,42 +52,42 @@ def lattice(n, seed=0):
     return x, r, width, R + math.sqrt(3.0) * R * rows + 2 * R
 
 
-def make(n, threads, comm, friction):
-    from pdem.nscd import GrainProblem
-    from pdem.nscd.parallel import ParallelGrainProblem
+def make(n, threads, comm, friction, solver, args):
+    """The lattice in pdem.Simulation with the NSCD scheme on the ranks of comm."""
+    import pdem
+    from mpi4py import MPI
     x, r, w, h = lattice(n)
-    kw = dict(dim=2, gravity=(0.0, -9.81), friction=friction, threads=threads)
-    if comm is not None and comm.size > 1:
-        p = ParallelGrainProblem((-R, -R), (w + R, h + R), comm=comm, **kw)
-    else:
-        p = GrainProblem(**kw)
-    p.add_segments([[0.0, h], [0.0, 0.0], [w, 0.0]], [[0.0, 0.0], [w, 0.0], [w, h]])
-    p.add_grains(x, r, density=2500.0)
-    return p
+    scheme = pdem.NSCD(solver, tol=args.tol, alert=args.alert * R, itmax=args.itmax)
+    sim = pdem.Simulation(pdem.Domain((-R, -R), (w + R, h + R), dim=2), args.dt,
+                          gravity=(0.0, -9.81, 0.0), comm=MPI.COMM_SELF if comm is None
+                          else comm, skin=args.alert * R, threads=threads, scheme=scheme)
+    sim.material("glass", 2500.0, friction=friction)
+    sim.add_segments([[0.0, h], [0.0, 0.0], [w, 0.0]], [[0.0, 0.0], [w, 0.0], [w, h]], "glass")
+    sim.add_spheres(x, r, "glass")
+    return sim
 
 
 def measure(n, solver, threads, comm, args):
-    p = make(n, threads, comm, args.friction)
+    sim = make(n, threads, comm, args.friction, solver, args)
     rec = {"n": n, "solver": solver, "threads": threads,
            "ranks": 1 if comm is None else comm.size, "sweeps": [], "seconds": [],
            "contacts": [], "capped": 0, "residual": []}
-    allsum = (lambda v: v) if comm is None else (lambda v: comm.allreduce(v))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for k in range(args.steps + 1):
             if comm is not None:
                 comm.Barrier()
             t0 = time.perf_counter()
-            it = p.step(args.dt, args.tol, args.alert * R, solver=solver, itmax=args.itmax)
+            sim.step()
             dt = time.perf_counter() - t0
             if comm is not None:
                 dt = comm.allreduce(dt, op=max_op())
             if k == 0 and args.steps > 1:
                 continue                      # warm-up (first touch of the arrays)
-            rec["sweeps"].append(int(it))
+            rec["sweeps"].append(int(sim.scheme.sweeps))
             rec["seconds"].append(dt)
-            rec["contacts"].append(int(allsum(len(p.contacts["gap"]))))
-            rec["residual"].append(float(p.residual))
+            rec["contacts"].append(sim.n_contacts)
+            rec["residual"].append(float(sim.scheme.residual))
     rec["capped"] = sum(1 for w in caught if w.category.__name__ == "ConvergenceWarning")
     sweeps = np.array(rec["sweeps"], float)
     rec["mean_sweeps"] = float(sweeps.mean())

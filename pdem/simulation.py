@@ -197,17 +197,18 @@ class Simulation:
         return idx
 
     def add_segments(self, x0, x1, material, end_points=True):
-        """Add fixed boundary segments from x0[k] to x1[k] (2D; seed 003): a particle
-        touches one where the foot of the perpendicular from its centre lies within
-        it. end_points: add seed 003's zero-radius boundary disks at their ends
-        (add_points), once per distinct point. Returns the segment indices."""
-        x0, m = self._segment_input("add_segments", "x0", x0, material)
-        x1 = validate.vectors("x1", x1, 3, len(x0), also=2)
-        length = np.linalg.norm(x1 - x0, axis=1)
-        if np.any(length == 0.0) or np.any(x1[:, 2] != 0.0):
-            k = int(np.flatnonzero((length == 0.0) | (x1[:, 2] != 0.0))[0])
-            raise InputError("add_segments: segment %d from x0[%d] = %r to x1[%d] = %r has "
-                             "zero length or z != 0" % (k, k, x0[k].tolist(), k, x1[k].tolist()))
+        """Add fixed boundary segments from x0[k] to x1[k] (seed 003; in 3D, rods of
+        zero thickness): a particle touches one where the foot of the perpendicular
+        from its centre lies within it. end_points: add seed 003's zero-radius
+        boundary disks at their ends (add_points), once per distinct point. Returns
+        the segment indices."""
+        x0, m = self._wall_points("add_segments", "x0", x0, material)
+        x1, _ = self._wall_points("add_segments", "x1", x1, material, len(x0))
+        zero = np.flatnonzero(np.all(x1 == x0, axis=1))
+        if len(zero):
+            k = int(zero[0])
+            raise InputError("add_segments: segment %d has zero length: x0[%d] = x1[%d] = %r"
+                             % (k, k, k, x0[k].tolist()))
         idx = self.segments.add(x0, x1, m.index)
         if end_points:
             self.add_points(np.concatenate([x0, x1]), m)
@@ -215,23 +216,23 @@ class Simulation:
         return idx
 
     def add_points(self, points, material):
-        """Add fixed zero-radius boundary points (2D; seed 003's boundary disks), points
-        already there skipped. Returns the indices of the points (new or existing)."""
-        pts, m = self._segment_input("add_points", "points", points, material)
+        """Add fixed zero-radius boundary points (seed 003's boundary disks); points
+        already there are not repeated. Returns the indices of the points given."""
+        pts, m = self._wall_points("add_points", "points", points, material)
         new = self.points.new_points(pts)
         self.points.add(new, new, m.index)
         self._dirty = True
         where = {tuple(p): k for k, p in enumerate(self.points.a.tolist())}
         return np.array([where[tuple(p)] for p in pts.tolist()], np.int64)
 
-    def _segment_input(self, what, name, rows, material):
-        if self.domain.dim != 2:
-            raise InputError("%s: boundary segments and points are 2D walls (seed 003); in 3D "
-                             "use add_mesh_wall or add_plane" % what)
-        rows = validate.vectors(name, rows, 3, also=2)
-        if np.any(rows[:, 2] != 0.0):
+    def _wall_points(self, what, name, rows, material, n=None):
+        """(rows as 3-vectors, material) checked: finite, z = 0 in 2D, a known material."""
+        dim = self.domain.dim
+        rows = validate.vectors("%s: %s" % (what, name), rows, 3, n, also=dim)
+        if dim == 2 and np.any(rows[:, 2] != 0.0):
             k = int(np.flatnonzero(rows[:, 2] != 0.0)[0])
-            raise InputError("%s: %s[%d] = %r has z != 0" % (what, name, k, rows[k].tolist()))
+            raise InputError("%s: %s[%d] = %r has z != 0 in 2D" % (what, name, k,
+                                                                  rows[k].tolist()))
         return rows, self.materials.get(material)
 
     def add_mesh_wall(self, mesh, material, mode="reduced", cutoff_angle=DEFAULT_CUTOFF_DEGREES,

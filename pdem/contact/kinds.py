@@ -433,7 +433,7 @@ class FootContacts(WallContacts):
 
 @register
 class SegmentContacts(FootContacts):
-    """Owned particles within the skin of a boundary segment (2D; Simulation.add_segments)."""
+    """Owned particles within the skin of a boundary segment (Simulation.add_segments)."""
     name = "segment"
 
     def elements(self):
@@ -442,8 +442,8 @@ class SegmentContacts(FootContacts):
 
 @register
 class PointContacts(FootContacts):
-    """Owned particles within the skin of a zero-radius boundary point (2D: the ends
-    of segments, Simulation.add_points)."""
+    """Owned particles within the skin of a zero-radius boundary point (the ends of
+    segments, Simulation.add_points)."""
     name = "point"
 
     def elements(self):

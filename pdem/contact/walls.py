@@ -40,7 +40,7 @@ class Planes:
 
 
 class Segments:
-    """Fixed walls of zero thickness in 2D (seed 003): segments [a, b], or points (the
+    """Fixed walls of zero thickness (seed 003): segments [a, b], or points (the
     zero-radius boundary disks, stored with a == b), each with a material. Known to
     every rank."""
 

@@ -6,18 +6,24 @@ rotations; pyx/nscd.pyx).
 Simulation.step keeps its order, drift -> neighbours -> velocity update; with NSCD the
 velocity update is, instead of contact forces and kick:
   v += g dt (free degrees of freedom, ghosts included: the same arithmetic as on their
-  owners) -> potential contacts from the Verlet lists (pairs, planes, mesh facets with
-  gap < alert) -> NLGS or Jacobi sweeps, ghost velocities exchanged after every sweep
+  owners) -> potential contacts from the Verlet lists (pairs, and every wall kind's
+  rows with gap < alert: boundary segments and points, planes, mesh facets) -> NLGS or Jacobi sweeps, ghost velocities exchanged after every sweep
   and one Allreduce of the residual -> each contact row gets force = impulse / dt, and
   every particle the sum of its contact forces (for output and wall loads).
 Between steps the positions are at t and the velocities are those the next drift
 uses (Moreau-Jean's end-of-step velocity), as the explicit scheme keeps v(t + dt/2).
 
 Contacts are solved in the order (id_i, kind, j) (i: the lower particle id of a pair
-or the particle of a wall contact; kind 0 pair, 3 plane, 4 facet; j: the other id,
-the plane index or the global facet index). Jacobi updates each particle from its
-contacts in that order, so its results have the same bits on any number of ranks and
-threads; NLGS becomes block Gauss-Seidel across ranks (see pdem.nscd.parallel).
+or the particle of a wall contact; kind: seed 003's numbering, CODES; j: the other id
+or the wall element's index). Jacobi updates each particle from its contacts in that
+order, so its results have the same bits on any number of ranks and threads. NLGS
+becomes block Gauss-Seidel across ranks: each contact is solved once, by the owner of
+its particle i, Gauss-Seidel within the rank (ghost copies included); the increments
+given to ghosts are sent back to their owners at the end of the sweep and the ghosts
+refreshed (pdem.nscd.solve): Jacobi between ranks, momentum kept.
+
+pdem.nscd.GrainProblem runs the stages free_fall, detect and solve one by one (seed
+003's course API) on a one-process Simulation.
 
 Materials: the friction of a pair of materials (mixed or set by Simulation.pair) is
 the Coulomb coefficient, its restitution the Newton coefficient (unset: 0, the seed's

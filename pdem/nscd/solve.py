@@ -1,5 +1,4 @@
-"""One step's NSCD contact problem and its solve, shared by GrainProblem (and its
-parallel version) and by pdem.Simulation's NSCD scheme: the contact list, the
+"""One step's NSCD contact problem and its solve (pdem.nscd.scheme.NSCD.solve): the contact list, the
 per-contact constants (pyx/nscd.pyx prepare) and the NLGS and Jacobi sweep loops with
 their convergence test (seed 003: every velocity correction of a sweep below tol/dt,
 at most itmax sweeps).
