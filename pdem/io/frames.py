@@ -197,6 +197,7 @@ class ResultFile:
         sim, clock = self.sim, time.perf_counter()
         wall_force = sim.plane_forces()
         mesh_loads = sim.mesh_wall_forces()
+        segment_force, point_force = sim.segment_forces(), sim.point_forces()
         self._flush_series()
         p = sim.particles()
         c = sim.contacts() if self.contact_fields else {"id1": np.empty(0)}
@@ -238,6 +239,18 @@ class ResultFile:
                                   ("moment", mesh_loads["moment"], "M L^2/T^2")):
                 self._rows(mg, f, rows if root else rows[:0], 0, len(rows), unit)
             desc["mesh_walls"] = {"n_vertices": len(mw.vertices), "n_facets": mw.n_facets}
+        sg, pts = sim.segments, sim.points
+        if len(sg) or len(pts):
+            # segments as line cells (ends 2k, 2k + 1) for ParaView; points with their loads
+            gg = g.create_group("segments")
+            ends = np.stack([sg.a, sg.b], axis=1).reshape(-1, 3)
+            lines = np.arange(len(ends), dtype=np.int64).reshape(-1, 2)
+            for grp, f, rows, unit in ((gg, "vertices", ends, "L"), (gg, "lines", lines, "1"),
+                                       (gg, "force", segment_force, "M L/T^2"),
+                                       (gg, "points", pts.a, "L"),
+                                       (gg, "point_force", point_force, "M L/T^2")):
+                self._rows(grp, f, rows if root else rows[:0], 0, len(rows), unit)
+            desc["segments"] = {"n_segments": len(sg)}
         self.h5.attrs["n_frames"] = len(self.frames) + 1
         self.h5.attrs["material_names"] = [m.name for m in sim.materials.materials] or [""]
         self.h5.flush()

@@ -57,7 +57,7 @@ class XdmfIndex:
         self.path = xdmf_path
         self.h5name = os.path.relpath(os.path.abspath(h5_path),
                                       os.path.dirname(os.path.abspath(xdmf_path)))
-        self.particles, self.contacts, self.mesh_walls = [], [], []
+        self.particles, self.contacts, self.mesh_walls, self.segments = [], [], [], []
 
     def _render(self, name, time, group, n, datasets, geometry):
         holder = ET.Element("Grid")
@@ -81,6 +81,24 @@ class XdmfIndex:
             self.mesh_walls.append(self._render_mesh("mesh_walls_" + fr, frame["time"],
                                                      "/frames/%s/mesh_walls" % fr,
                                                      frame["mesh_walls"]))
+        if frame.get("segments", {}).get("n_segments"):
+            self.segments.append(self._render_segments("segments_" + fr, frame["time"],
+                                                       "/frames/%s/segments" % fr,
+                                                       frame["segments"]["n_segments"]))
+
+    def _render_segments(self, name, time, group, n):
+        """The boundary segments of a frame: Polyline cells of 2 nodes, force per cell."""
+        grid = ET.Element("Grid", Name=name, GridType="Uniform")
+        ET.SubElement(grid, "Time", Value=repr(float(time)))
+        topo = ET.SubElement(grid, "Topology", TopologyType="Polyline", NodesPerElement="2",
+                             NumberOfElements=str(n))
+        _data_item(topo, self.h5name, group + "/lines", (n, 2), np.int64)
+        geo = ET.SubElement(grid, "Geometry", GeometryType="XYZ")
+        _data_item(geo, self.h5name, group + "/vertices", (2 * n, 3), np.float64)
+        att = ET.SubElement(grid, "Attribute", Name="force", AttributeType="Vector", Center="Cell")
+        _data_item(att, self.h5name, group + "/force", (n, 3), np.float64)
+        ET.indent(grid, space=" ", level=2)
+        return "   " + ET.tostring(grid, encoding="unicode").rstrip() + "\n"
 
     def _render_mesh(self, name, time, group, size):
         """The faceted walls of a frame: Triangle topology, wall index per facet."""
@@ -101,7 +119,7 @@ class XdmfIndex:
         parts = ['<?xml version="1.0" ?>\n<!DOCTYPE Xdmf SYSTEM "Xdmf.dtd" []>\n'
                  '<Xdmf Version="3.0">\n <Domain>\n']
         for name, grids in (("particles", self.particles), ("contacts", self.contacts),
-                            ("mesh_walls", self.mesh_walls)):
+                            ("mesh_walls", self.mesh_walls), ("segments", self.segments)):
             if grids or name == "particles":
                 parts.append('  <Grid Name="%s" GridType="Collection" CollectionType="Temporal">\n'
                              % name)

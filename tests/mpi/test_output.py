@@ -216,3 +216,41 @@ def test_bad_options_raise_on_every_rank_before_writing(shared_dir, options, mes
         ResultFile(path, sim, **options)
     comm.Barrier()
     assert not os.path.exists(path)
+
+
+@pytest.mark.mpi(min_size=1)
+def test_segments_in_frames_and_xdmf(shared_dir):
+    """A 2D V of boundary segments: each frame holds the segments (line cells)
+    and their loads as computed by the run, and the XDMF index shows them as Polyline
+    cells whose datasets exist."""
+    comm = MPI.COMM_WORLD
+    sim = pdem.Simulation(pdem.Domain((-1.0, -0.5), (1.0, 1.5), dim=2), 1e-4,
+                          gravity=(0.0, -9.81, 0.0), comm=comm)
+    sim.material("m", 1000.0, kn=1e6, gamma_n=50.0)
+    sim.add_segments([[-0.8, 1.0], [0.0, 0.0]], [[0.0, 0.0], [0.8, 1.0]], "m")
+    gx, gy = np.meshgrid(np.linspace(-0.3, 0.3, 7), np.linspace(0.8, 1.3, 5))
+    sim.add_spheres(np.column_stack([gx.ravel(), gy.ravel()]), 0.04, "m")
+    path = os.path.join(shared_dir, "funnel.h5")
+    loads = []
+    with ResultFile(path, sim, every=2000) as rf:
+        for _ in range(3):
+            rf.run(steps=2000)
+            loads.append(root_value(sim.segment_forces()))
+    assert np.all(np.abs(loads[-1][:, 1]) > 0)                 # both walls carry grains
+    with h5py.File(path, "r") as f:
+        for i, load in enumerate(loads):                 # frames at steps 2000, 4000, 6000
+            g = f["frames/%06d/segments" % i]
+            np.testing.assert_array_equal(g["vertices"][()].reshape(-1, 2, 3)[:, 0],
+                                          sim.segments.a)
+            np.testing.assert_array_equal(g["lines"][()], [[0, 1], [2, 3]])
+            assert_bitwise(g["force"][()], load, "segment force")
+            assert len(g["points"]) == 3                      # the shared end once
+    tree = ET.parse(os.path.join(shared_dir, "funnel.xdmf")).getroot()
+    grids = {g.get("Name"): g for g in tree.find("Domain")}["segments"].findall("Grid")
+    assert len(grids) == 3
+    topo = grids[-1].find("Topology")
+    assert topo.get("TopologyType") == "Polyline" and topo.get("NodesPerElement") == "2"
+    with h5py.File(path, "r") as f:
+        for item in grids[-1].findall(".//DataItem"):
+            dset = item.text.strip().split(":")[1]
+            assert f[dset].shape == tuple(int(d) for d in item.get("Dimensions").split())
