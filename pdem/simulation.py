@@ -200,8 +200,9 @@ class Simulation:
         """Add fixed boundary segments from x0[k] to x1[k] (seed 003; in 3D, rods of
         zero thickness): a particle touches one where the foot of the perpendicular
         from its centre lies within it. end_points: add seed 003's zero-radius
-        boundary disks at their ends (add_points), once per distinct point. Returns
-        the segment indices."""
+        boundary disks at their ends (add_points), once per distinct point; a point
+        acts only on particles outside the span of every segment ending at it (a
+        joint of segments is no bump). Returns the segment indices."""
         x0, m = self._wall_points("add_segments", "x0", x0, material)
         x1, _ = self._wall_points("add_segments", "x1", x1, material, len(x0))
         zero = np.flatnonzero(np.all(x1 == x0, axis=1))
@@ -210,8 +211,8 @@ class Simulation:
             raise InputError("add_segments: segment %d has zero length: x0[%d] = x1[%d] = %r"
                              % (k, k, k, x0[k].tolist()))
         idx = self.segments.add(x0, x1, m.index)
-        if end_points:
-            self.add_points(np.concatenate([x0, x1]), m)
+        if end_points:                  # numbered as GrainProblem's: x0[0], x1[0], x0[1], ...
+            self.add_points(np.stack([x0, x1], axis=1).reshape(-1, 3), m)
         self._dirty = True
         return idx
 

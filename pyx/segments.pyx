@@ -58,20 +58,30 @@ cdef inline double clamped_distance(v3 x, v3 a, v3 b) noexcept nogil:
 @cython.wraparound(False)
 def feet(const int[::1] particle, const int[::1] element, const double[:, ::1] pos,
          const double[::1] radius, const double[:, ::1] a, const double[:, ::1] b,
-         double[:, ::1] q, double[:, ::1] n, double[::1] gap, int n_threads):
+         const long[::1] ptr, const int[::1] ends, const double[:, ::1] sa,
+         const double[:, ::1] sb, double[:, ::1] q, double[:, ::1] n, double[::1] gap,
+         int n_threads):
     """For each row k (particle[k], element[k]): foot q, normal n and gap. A segment
     foot outside the span gives gap = inf and q = x - 2 r n (beyond reach of the
-    plane law, which then ends the contact)."""
-    cdef Py_ssize_t k, m = particle.shape[0]
+    plane law, which then ends the contact). Points: the segments [sa, sb] ending at
+    point w are ends[ptr[w]:ptr[w + 1]]; a particle whose foot lies within the span of
+    one of them is that segment's (gap = inf for the point): the end disks act only
+    outside the spans (seed 003), so a joint of two segments is no bump."""
+    cdef Py_ssize_t k, m = particle.shape[0], e
     cdef int p, w, nt = max(1, n_threads)
-    cdef v3 x, qk, nk
-    cdef double dist
+    cdef v3 x, qk, nk, t
+    cdef double dist, st
     for k in prange(m, nogil=True, schedule='static', num_threads=nt):
         p = particle[k]
         w = element[k]
         x = vld(&pos[p, 0])
         nk = V(1.0, 0.0, 0.0)
         dist = foot(x, vld(&a[w, 0]), vld(&b[w, 0]), &qk, &nk)
+        for e in range(ptr[w], ptr[w + 1]):
+            t = vsub(vld(&sb[ends[e], 0]), vld(&sa[ends[e], 0]))
+            st = vdot(vsub(x, vld(&sa[ends[e], 0])), t) / vdot(t, t)
+            if st >= 0.0 and st <= 1.0:
+                dist = -1.0
         if dist < 0.0:
             gap[k] = INFINITY
             qk = vsub(x, vscale(nk, 2.0 * radius[p]))

@@ -402,13 +402,18 @@ class FootContacts(WallContacts):
 
     def feet(self):
         """Foot q, normal n and gap of every row at the current positions (gap inf:
-        the foot left the segment's span)."""
+        the foot left the segment's span, or a point's particle is a segment's)."""
         b, sim, el = self.batch, self.sim, self.elements()
         m = len(b)
         q, n, gap = np.empty((m, 3)), np.empty((m, 3)), np.empty(m)
-        sk.feet(b.i1, b.i2, sim.store.pos, sim.store.radius, el.a, el.b, q, n, gap,
-                sim.threads)
+        ptr, ends = self.segment_ends()
+        sk.feet(b.i1, b.i2, sim.store.pos, sim.store.radius, el.a, el.b, ptr, ends,
+                sim.segments.a, sim.segments.b, q, n, gap, sim.threads)
         return q, n, gap
+
+    def segment_ends(self):
+        """CSR (ptr, segment indices) of the segments ending at each element: none."""
+        return np.zeros(len(self.elements()) + 1, np.int64), np.zeros(0, np.int32)
 
     def gaps(self, alert):
         _, n, gap = self.feet()
@@ -446,5 +451,24 @@ class PointContacts(FootContacts):
     segments, Simulation.add_points)."""
     name = "point"
 
+    def __init__(self, sim):
+        super().__init__(sim)
+        self._ends = (None, None)
+
     def elements(self):
         return self.sim.points
+
+    def segment_ends(self):
+        """CSR (ptr, segment indices) of the segments ending at each point (walls only
+        grow: computed again when their numbers change)."""
+        sg, pts = self.sim.segments, self.sim.points
+        size = (len(sg), len(pts))
+        if self._ends[0] != size:
+            where = {tuple(p): k for k, p in enumerate(pts.a.tolist())}
+            pairs = [(where[tuple(e)], s) for s, e in enumerate(sg.a.tolist()) if tuple(e) in where]
+            pairs += [(where[tuple(e)], s) for s, e in enumerate(sg.b.tolist()) if tuple(e) in where]
+            pairs = np.array(sorted(pairs), np.int64).reshape(-1, 2)
+            ptr = np.zeros(len(pts) + 1, np.int64)
+            np.add.at(ptr, pairs[:, 0] + 1, 1)
+            self._ends = (size, (np.cumsum(ptr), pairs[:, 1].astype(np.int32)))
+        return self._ends[1]

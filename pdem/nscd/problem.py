@@ -21,7 +21,9 @@ grains; impulses["impulse_n"] (P_n >= 0) and ["impulse_t"] (a dim-vector) act on
 The formulas (seed 003, with friction, restitution and rotations) are in pyx/nscd.pyx;
 with friction = restitution = 0 and normal_rule="seed" a sweep is seed 003's
 dv_n = max(0, -v_n - max(0, d)/dt), v_i += dv_n / (W m_i) n, v_j -= dv_n / (W m_j) n.
-Rotations are free (I = m r^2 / 2 for disks, 2 m r^2 / 5 for spheres); set `inertia`
+Boundary disks act on a grain only where its foot lies outside the span of every
+segment ending at them (seed 003: they are useful where s_t < 0 or s_t > 1), so the
+joint of two segments is no bump. Rotations are free (I = m r^2 / 2 for disks, 2 m r^2 / 5 for spheres); set `inertia`
 to inf for grains that must not turn.
 """
 import copy

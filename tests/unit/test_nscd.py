@@ -56,6 +56,18 @@ def seed_sweep_jacobi(p, dt):
     return worst
 
 
+def covered(xi, c, segments):
+    """pdem's rule for the boundary disks (seed 003: useful where s_t < 0 or s_t > 1):
+    a disk does not act on a grain whose foot lies within the span of a segment
+    ending at it (no bump at the joint of two segments)."""
+    for a, b in segments:
+        if np.array_equal(a, c) or np.array_equal(b, c):
+            t, s = b - a, xi - a
+            if 0.0 <= s @ t / (t @ t) <= 1.0:
+                return True
+    return False
+
+
 def brute_force_contacts(p, alert):
     """(kind, i, j) -> gap of every potential contact, from the seed's definitions."""
     out = {}
@@ -74,7 +86,7 @@ def brute_force_contacts(p, alert):
                     out[(1, i, k)] = d
         for k, c in enumerate(p.disks):
             d = np.linalg.norm(x[i] - c) - r[i]
-            if d < alert:
+            if d < alert and not covered(x[i], c, p.segments):
                 out[(2, i, k)] = d
         for k, (q, nv) in enumerate(zip(p.plane_points, p.plane_normals)):
             d = (x[i] - q) @ nv - r[i]
