@@ -4,15 +4,19 @@ fall through the neck under gravity; the walls are the boundary segments of a Gm
 file (with boundary disks at their ends).
 
     python examples/hourglass/run.py -o results/hourglass/hourglass.h5 [--fill-height 0.15]
-    mpirun -n 2 python -m mpi4py examples/hourglass/run.py -o ... (parallel solver)
+    mpirun -n 2 python -m mpi4py examples/hourglass/run.py -o ...   (any number of ranks)
     python examples/hourglass/run.py --msh my_hourglass.msh ...  (your own walls)
 
-The run: build the geometry (or read --msh), fill the upper bulb with polydisperse
-disks (seeded lattice, no overlap), let them settle on a gate that closes the neck
-(--settle seconds), remove the gate (time 0) and discharge until every grain has
-passed the neck or --duration has elapsed. The flow rate is the slope of the mass
-below the neck against time, fitted over the middle 60 % of the discharge (from 20 %
-to 80 % of the mass); it is printed at the end with the R^2 of the fit.
+The run is a 2D pdem.Simulation with scheme=pdem.NSCD(...) over the walls' bounding
+box (a little larger), cut over the MPI ranks; the walls are Simulation.add_segments
+(zero-radius boundary points at their ends). Build the geometry (or read --msh), fill
+the upper bulb with polydisperse disks (seeded lattice, no overlap), let them settle
+on a gate segment that closes the neck (--settle seconds), open it (time 0: a second
+Simulation without the gate takes the grains with their velocities) and discharge
+until every grain has passed the neck or --duration has elapsed. The flow rate is
+the slope of the mass below the neck against time, fitted over the middle 60 % of
+the discharge (from 20 % to 80 % of the mass); it is printed at the end with the R^2
+of the fit.
 
 The HDF5 file (layout in docs/nscd.md): attributes (every parameter, the neck, the
 flow rate), /walls, /series (time, mass below the neck, iterations and contacts per
@@ -25,7 +29,9 @@ import sys
 import time
 
 import numpy as np
+from mpi4py import MPI
 
+import pdem
 from pdem.errors import InputError
 from pdem.nscd.hourglass_geometry import build_hourglass_msh, fill_above, neck_of_segments
 from pdem.nscd.msh_segments import read_msh_segments
@@ -91,82 +97,43 @@ def parser():
                    help="longest discharge time (s); stops earlier when every grain passed")
     r.add_argument("--frame-interval", type=float, default=0.02,
                    help="time between two frames of the HDF5 file (s)")
-    r.add_argument("--quiet", action="store_true")
+    r.add_argument("--quiet", action="store_true", help="print nothing but errors")
     return p
 
 
-# ------------------------------------------------------------------ problem
-def make_problem(comm, threads, friction, x0, x1, overlap_correction=0.0):
-    """A GrainProblem on one rank; pdem.nscd.parallel.ParallelGrainProblem on several,
-    over the walls' bounding box (a little larger) cut by MPI.Compute_dims."""
-    kw = dict(dim=2, gravity=(0.0, -9.81), friction=friction, restitution=0.0,
-              threads=threads, overlap_correction=overlap_correction)
-    if comm is None or comm.size == 1:
-        from pdem.nscd import GrainProblem
-        return GrainProblem(**kw)
-    from pdem.nscd.parallel import ParallelGrainProblem
+# ------------------------------------------------------------------ simulation
+def domain_of(x0, x1):
+    """The run's 2D non-periodic box: the walls' bounding box with a margin of 1 % of
+    its largest side."""
     lo = np.minimum(x0, x1).min(axis=0)
     hi = np.maximum(x0, x1).max(axis=0)
     pad = 0.01 * float((hi - lo).max())
-    return ParallelGrainProblem(lo - pad, hi + pad, comm=comm, **kw)
+    return pdem.Domain(lo - pad, hi + pad, dim=2)
 
 
-def full_state(p):
-    """(x, v, r, m) of every grain ordered by id, on every rank (collective)."""
-    if hasattr(p, "gather"):
-        g = p.gather()
-        return g["x"], g["v"], g["r"], g["m"]
-    return p.x.copy(), p.v.copy(), p.r.copy(), p.m.copy()
+def make_simulation(args, comm, x0, x1, tol, alert):
+    """A pdem.Simulation with the NSCD scheme over domain_of(walls), on the ranks of
+    `comm`, with the glass material and the boundary segments x0 -> x1 (zero-radius
+    boundary points at their ends). The solver converges to tol / 2 (--tol), potential
+    contacts lie within `alert`."""
+    scheme = pdem.NSCD(args.solver, tol=0.5 * tol, itmax=args.itmax, alert=alert,
+                       overlap_correction=args.overlap_correction)
+    sim = pdem.Simulation(domain_of(x0, x1), args.dt, gravity=(0.0, -9.81, 0.0), comm=comm,
+                          threads=args.threads, scheme=scheme)
+    sim.material("glass", args.density, friction=args.friction)     # restitution 0
+    sim.add_segments(x0, x1, "glass", end_points=True)
+    return sim
 
 
-def local_state(p):
-    """(ids, x, v, r, m) of the grains this rank owns."""
-    n = getattr(p, "n_owned", len(p.r))
-    ids = getattr(p, "ids", None)
-    ids = np.arange(n, dtype=np.int64) if ids is None else np.asarray(ids[:n], np.int64)
-    return ids, p.x[:n], p.v[:n], p.r[:n], p.m[:n]
-
-
-def allsum(comm, value):
-    return value if comm is None or comm.size == 1 else comm.allreduce(value)
-
-
-def contact_gaps(p):
-    """Surface gaps of the listed potential contacts measured on the current positions
-    (after the step's position update; negative: overlap). The contact list holds
-    every pair closer than the alert distance at the step's start, and no grain moves
-    by more than the alert distance in one step, so this sees every overlap."""
-    c = p.contacts
-    kind, i, j = np.asarray(c["kind"]), np.asarray(c["i"]), np.asarray(c["j"])
-    x, r = np.asarray(p.x), np.asarray(p.r)
-    gaps = np.full(len(kind), np.inf)
-    k = kind == 0
-    gaps[k] = np.linalg.norm(x[i[k]] - x[j[k]], axis=1) - r[i[k]] - r[j[k]]
-    k = kind == 1
-    if np.any(k):
-        a, b = p.segments[j[k], 0], p.segments[j[k], 1]
-        t = b - a
-        s = np.clip(np.einsum("ij,ij->i", x[i[k]] - a, t) / np.einsum("ij,ij->i", t, t),
-                    0.0, 1.0)
-        gaps[k] = np.linalg.norm(x[i[k]] - (a + s[:, None] * t), axis=1) - r[i[k]]
-    k = kind == 2
-    if np.any(k):
-        gaps[k] = np.linalg.norm(x[i[k]] - p.disks[j[k]], axis=1) - r[i[k]]
-    k = kind == 3
-    if np.any(k):
-        gaps[k] = np.einsum("ij,ij->i", x[i[k]] - p.plane_points[j[k]],
-                            p.plane_normals[j[k]]) - r[i[k]]
-    return gaps
-
-
-def min_gap(p, comm=None):
-    """Smallest gap of contact_gaps (NaN without contacts, and on several ranks,
-    where the contact list names ghost rows that the step has dropped)."""
-    if comm is not None and comm.size > 1:
-        return float("nan")
-    gaps = contact_gaps(p)
-    g = float(gaps.min()) if len(gaps) else math.inf
-    return g if math.isfinite(g) else float("nan")
+def contact_stats(sim):
+    """(number of active contacts, smallest gap among them) on all ranks (collective).
+    Active: touching or carrying an impulse, so every overlap (gap < 0) is among them;
+    the gaps are those of the current positions. NaN without contacts."""
+    overlap = sim.contacts()["overlap"]
+    count = int(sim.global_sum(float(len(overlap))))
+    deepest = sim.comm.allreduce(float(overlap.max()) if len(overlap) else -math.inf,
+                                 op=MPI.MAX)
+    return count, (-deepest if math.isfinite(deepest) else float("nan"))
 
 
 # ------------------------------------------------------------------ flow rate
@@ -197,7 +164,7 @@ class Output:
     def __init__(self, path, comm, attrs, x0, x1):
         import h5py
         self.comm = comm
-        self.size = 1 if comm is None else comm.size
+        self.size = comm.size
         folder = os.path.dirname(os.path.abspath(path))
         os.makedirs(folder, exist_ok=True)
         if self.size > 1:
@@ -225,11 +192,12 @@ class Output:
                     d[...] = rows
 
     def frame(self, p, t, step):
-        ids, x, v, r, _m = local_state(p)
+        """Frame of the particles `p` this rank owns (Simulation.particles())."""
+        ids = p["id"]
         g = self.h5.create_group("frames/%06d" % self.n_frames)
         g.attrs["time"], g.attrs["step"] = t, step
-        rows = {"id": (ids, "1"), "position": (x, "L"), "velocity": (v, "L/T"),
-                "radius": (r, "L")}
+        rows = {"id": (ids, "1"), "position": (p["position"][:, :2], "L"),
+                "velocity": (p["velocity"][:, :2], "L/T"), "radius": (p["radius"], "L")}
         if self.size == 1:
             for name, (a, unit) in rows.items():
                 g.create_dataset(name, data=np.ascontiguousarray(a)).attrs["unit"] = unit
@@ -254,18 +222,23 @@ class Output:
 
 
 # ------------------------------------------------------------------ the run
-def setup(args, comm=None, log=print):
-    """Walls, neck and the initial fill: (x0, x1, neck, positions, radii, msh path)."""
-    rank = 0 if comm is None else comm.rank
+def setup(args, comm):
+    """Walls, neck and the initial fill: (x0, x1, neck, positions, radii, msh path)
+    (collective: rank 0 builds the .msh)."""
     if args.msh:
         msh = args.msh
     else:
         msh = os.path.splitext(args.output)[0] + ".msh"
-        if rank == 0:
-            os.makedirs(os.path.dirname(os.path.abspath(msh)), exist_ok=True)
-            build_hourglass_msh(msh, **geometry_kwargs(args))
-        if comm is not None and comm.size > 1:
-            comm.Barrier()
+        error = None
+        if comm.rank == 0:
+            try:
+                os.makedirs(os.path.dirname(os.path.abspath(msh)), exist_ok=True)
+                build_hourglass_msh(msh, **geometry_kwargs(args))
+            except InputError as err:
+                error = str(err)
+        error = comm.bcast(error)          # a bad geometry stops every rank
+        if error is not None:
+            raise InputError(error)
     x0, x1 = read_msh_segments(msh)
     neck = neck_of_segments(x0, x1)
     fill = args.fill_height if args.grains is not None or args.fill_height is not None \
@@ -282,12 +255,13 @@ def gate(neck, margin):
 
 
 def simulate(args, comm=None, on_step=None, log=print, write=True):
-    """Run the hourglass described by `args` (parser() namespace). Returns a dict
-    with the series (numpy arrays) and the results (flow rate, R^2, timings).
-    on_step(p, t, phase) is called after every step, phase "settle" (t < 0, the gate
-    closed) or "discharge" (t > 0): tests check overlaps there."""
-    rank = 0 if comm is None else comm.rank
-    say = log if rank == 0 else (lambda *a, **k: None)
+    """Run the hourglass described by `args` (parser() namespace) on the ranks of
+    `comm` (None: this process alone). Returns a dict with the series (numpy arrays)
+    and the results (flow rate, R^2, timings). on_step(sim, t, phase) is called after
+    every step, phase "settle" (t <= 0, the gate closed) or "discharge" (t > 0), with
+    the pdem.Simulation: tests check overlaps there."""
+    comm = MPI.COMM_SELF if comm is None else comm
+    say = log if comm.rank == 0 else (lambda *a, **k: None)
     clock = time.perf_counter()
     x0, x1, neck, pos, rad, msh = setup(args, comm)
     mass = args.density * 4.0 / 3.0 * math.pi * rad ** 3
@@ -300,26 +274,26 @@ def simulate(args, comm=None, on_step=None, log=print, write=True):
 
     # 1. settle on the closed gate
     g0, g1 = gate(neck, 2.0 * args.radius)
-    p = make_problem(comm, args.threads, args.friction, x0, x1, args.overlap_correction)
-    p.add_segments(np.r_[x0, g0], np.r_[x1, g1], end_disks=True)
-    p.add_grains(pos, rad, mass=mass)
+    sim = make_simulation(args, comm, np.r_[x0, g0], np.r_[x1, g1], tol, alert)
+    sim.add_spheres(pos, rad, "glass", masses=mass)
     nsettle = int(round(args.settle / args.dt))
     for k in range(nsettle):
-        p.step(args.dt, 0.5 * tol, alert, solver=args.solver, itmax=args.itmax)
+        sim.step()
         if on_step is not None:
-            on_step(p, (k + 1 - nsettle) * args.dt, "settle")
-    x, v, r, m = full_state(p)
+            on_step(sim, (k + 1 - nsettle) * args.dt, "settle")
+    p = sim.particles(gather=True)
     say("settled %d steps (%.3g s), max speed %.3g m/s" % (
-        nsettle, nsettle * args.dt, float(np.sqrt((v ** 2).sum(axis=1)).max())))
+        nsettle, nsettle * args.dt, float(np.sqrt((p["velocity"] ** 2).sum(axis=1)).max())))
 
-    # 2. open the gate: a new problem without it, same grains and velocities
-    p = make_problem(comm, args.threads, args.friction, x0, x1, args.overlap_correction)
-    p.add_segments(x0, x1, end_disks=True)
-    p.add_grains(x, r, mass=m, v=v)
+    # 2. open the gate: a new simulation without it, the same grains (ids in order)
+    #    with their velocities and spins
+    sim = make_simulation(args, comm, x0, x1, tol, alert)
+    sim.add_spheres(p["position"], p["radius"], "glass", velocities=p["velocity"],
+                    angular_velocities=p["angular_velocity"], masses=p["mass"])
     attrs = {k: v for k, v in vars(args).items() if not callable(v)}
     attrs.update(msh_path=os.path.abspath(msh), tol_used=tol, alert_used=alert,
                  neck_y=neck[0], neck_x=np.array(neck[1:]), n_grains=len(rad),
-                 total_mass=total, n_ranks=1 if comm is None else comm.size)
+                 total_mass=total, n_ranks=comm.size)
     out = Output(args.output, comm, attrs, x0, x1) if write else None
     series = {k: [] for k in SERIES}
     frame_steps = max(1, int(round(args.frame_interval / args.dt)))
@@ -327,9 +301,10 @@ def simulate(args, comm=None, on_step=None, log=print, write=True):
     step_clock = time.perf_counter()
     t, step, done_at = 0.0, 0, None
     while True:
-        _ids, x, _v, _r, m = local_state(p)
-        below = x[:, 1] < neck[0]
-        mb, nb = allsum(comm, float(m[below].sum())), allsum(comm, int(below.sum()))
+        p = sim.particles()             # positions at t (time since the opening)
+        below = p["position"][:, 1] < neck[0]
+        mb, nb = sim.global_sum([float(p["mass"][below].sum()), float(below.sum())])
+        nb = int(nb)
         if out is not None and (step % frame_steps == 0 or step == nmax):
             out.frame(p, t, step)
         series["time"].append(t)
@@ -343,22 +318,21 @@ def simulate(args, comm=None, on_step=None, log=print, write=True):
             done_at = step
         if step >= nmax or (done_at is not None and step >= done_at + frame_steps):
             break
-        it = p.step(args.dt, 0.5 * tol, alert, solver=args.solver, itmax=args.itmax)
+        sim.step()
         step += 1
         t = step * args.dt
-        series["iterations"].append(int(it))
-        series["contacts"].append(allsum(comm, len(p.contacts["gap"])))
-        series["min_gap"].append(min_gap(p, comm))
+        contacts, gap = contact_stats(sim)
+        series["iterations"].append(sim.scheme.sweeps)
+        series["contacts"].append(contacts)
+        series["min_gap"].append(gap)
         if on_step is not None:
-            on_step(p, t, "discharge")
+            on_step(sim, t, "discharge")
     wall = time.perf_counter() - step_clock
     series = {k: np.asarray(v) for k, v in series.items()}
     rate, icpt, r2, t_lo, t_hi = flow_rate_fit(series["time"], series["mass_below"], total)
     its = series["iterations"][1:]
     gaps = series["min_gap"][1:]
-    measured = comm is None or comm.size == 1
-    deepest = max(0.0, -float(np.nanmin(gaps))) if np.any(np.isfinite(gaps)) else (
-        0.0 if measured else float("nan"))
+    deepest = max(0.0, -float(np.nanmin(gaps))) if np.any(np.isfinite(gaps)) else 0.0
     results = dict(max_overlap=deepest, flow_rate=rate, flow_rate_r2=r2, fit_t0=t_lo, fit_t1=t_hi,
                    fit_intercept=icpt, discharge_time=(done_at * args.dt if done_at else
                                                        float("nan")),
@@ -372,11 +346,10 @@ def simulate(args, comm=None, on_step=None, log=print, write=True):
         "all grains through the neck at t = %.3f s" % results["discharge_time"]
         if done_at is not None else "stopped at t = %.3f s with %d of %d grains through"
         % (t, series["n_below"][-1], len(rad))))
-    say("iterations per step: mean %.1f, max %d (%s, tol %.3g m); contacts per step: "
-        "mean %.0f" % (results["mean_iterations"], results["max_iterations"], args.solver,
-                       tol, series["contacts"][1:].mean() if step else 0))
-    if measured:
-        say("deepest overlap after a step: %.3g m (%.3g tol)" % (deepest, deepest / tol))
+    say("iterations per step: mean %.1f, max %d (%s, tol %.3g m); active contacts per "
+        "step: mean %.0f" % (results["mean_iterations"], results["max_iterations"],
+                             args.solver, tol, series["contacts"][1:].mean() if step else 0))
+    say("deepest overlap after a step: %.3g m (%.3g tol)" % (deepest, deepest / tol))
     say("flow rate %.5g kg/s (%.1f grains/s), R^2 = %.5f over t = %.3f-%.3f s (20-80 %% "
         "of the mass)" % (rate, rate / (total / len(rad)), r2, t_lo, t_hi))
     if out is not None:
@@ -387,16 +360,11 @@ def simulate(args, comm=None, on_step=None, log=print, write=True):
 
 def main(argv=None):
     args = parser().parse_args(argv)
-    comm = None
+    comm = MPI.COMM_WORLD
     try:
-        from mpi4py import MPI
-        comm = MPI.COMM_WORLD
-    except ImportError:
-        pass
-    try:
-        simulate(args, comm)
+        simulate(args, comm, log=(lambda *a, **k: None) if args.quiet else print)
     except InputError as err:
-        if comm is None or comm.rank == 0:
+        if comm.rank == 0:
             sys.stderr.write("run.py: error: %s\n" % err)
         return 2
     return 0
