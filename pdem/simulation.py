@@ -475,8 +475,9 @@ class Simulation:
     # ---------------------------------------------------------------- results
     def particles(self, gather=False):
         """Particles owned by this rank (gather=True: all particles, on every rank;
-        collective) as a dict of numpy arrays sorted by id. Velocities are at
-        t + dt/2 (leap-frog), positions, forces and torques at t."""
+        collective) as a dict of numpy arrays sorted by id. Positions, forces and
+        torques are at t; velocities at t + dt/2 (leap-frog; with NSCD the velocities
+        of the step just solved)."""
         st = self.store
         n = st.n_own
         out = {"id": st.id[:n], "position": st.pos[:n], "velocity": st.vel[:n],
@@ -491,7 +492,8 @@ class Simulation:
     def contacts(self, gather=False):
         """Active contacts, each on one rank (the owner of id1, or of a wall contact's
         particle; gather=True: all, on every rank; collective), ordered by kind ("pair",
-        "plane", "mesh"), wall (-1 for pairs), id1 (-1 for walls), id2. Force and torque
+        "plane", "mesh", "segment", "point": pdem.contact.kinds.KINDS), wall (the wall
+        element's index, -1 for pairs), id1 (-1 for walls), id2. Force and torque
         act on id2; u, phi, u0, phi0: L6Geom displacements and shifted origins (local
         axes, u_x < 0 in overlap); normal: the local x axis, towards id2."""
         kinds = list(self.interactions.values())
