@@ -21,25 +21,42 @@ def _pile_2d(seed=1):
     return x, rng.uniform(0.02, 0.03, 60)
 
 
+# the walls of the GrainProblem comparison: a box of planes, or a funnel of boundary
+# segments with their end points (x0, x1) above a floor, between two side walls
+PLANES = (((0, 0), (0, 1)), ((0, 0), (1, 0)), ((1, 0), (-1, 0)))
+FUNNEL = ([(0.0, 0.45), (0.55, 0.2), (0.0, 0.0), (0.0, 0.0), (1.0, 0.0)],
+          [(0.45, 0.2), (1.0, 0.45), (1.0, 0.0), (0.0, 2.5), (1.0, 2.5)])
+
+
+@pytest.mark.parametrize("walls", ["planes", "funnel"])
 @pytest.mark.parametrize("solver", ["nlgs", "jacobi"])
 @pytest.mark.parametrize("friction", [0.0, 0.4])
-def test_same_trajectories_as_grain_problem(solver, friction):
-    """60 disks falling into a box of three planes: Simulation's NSCD step (drift,
-    then velocity update) after N steps holds GrainProblem's positions after N - 1
-    steps and velocities after N (both start at rest). Without friction the bits are
-    the same; with friction the disks' inertia 0.5 m r^2 is rounded differently by
-    the two, and the tolerance covers that."""
+def test_same_trajectories_as_grain_problem(solver, friction, walls):
+    """60 disks falling into a box of three planes or into a funnel of segments (with
+    end points; the disks start above it): Simulation's NSCD step (drift, then
+    velocity update) after N steps holds GrainProblem's (seed 003's API, stepped in
+    the seed's order) positions after N - 1 steps and velocities after N (both start
+    at rest). Without friction the bits are the same; with friction the disks'
+    inertia 0.5 m r^2 is rounded differently by the two, and the tolerance covers that."""
     x, r = _pile_2d()
+    if walls == "funnel":
+        x = x + [0.0, 0.5]
     dt, tol, alert, steps = 1e-3, 1e-7, 0.01, 300
-    sim = pdem.Simulation(pdem.Domain((0, -0.5), (1, 3), dim=2), dt, gravity=(0, -9.81, 0),
-                          scheme=pdem.NSCD(solver, tol=tol, alert=alert), skin=0.01)
+    sim = pdem.Simulation(pdem.Domain((-0.1, -0.5), (1.1, 3), dim=2), dt,
+                          gravity=(0, -9.81, 0), scheme=pdem.NSCD(solver, tol=tol, alert=alert),
+                          skin=0.01)
     sim.material("g", 1000.0, friction=friction)
     sim.add_spheres(x, r, "g")
     gp = GrainProblem(dim=2, gravity=(0, -9.81), friction=friction, relaxation=None)
     gp.add_grains(x, r, density=1000.0)
-    for point, normal in (((0, 0), (0, 1)), ((0, 0), (1, 0)), ((1, 0), (-1, 0))):
-        sim.add_plane(point + (0,), normal + (0,), "g")
-        gp.add_planes([point], [normal])
+    if walls == "planes":
+        for point, normal in PLANES:
+            sim.add_plane(point + (0,), normal + (0,), "g")
+            gp.add_planes([point], [normal])
+    else:
+        sim.add_segments(*FUNNEL, "g")
+        gp.add_segments(*FUNNEL)
+        assert len(sim.points) == len(gp.disks) == 8
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)     # Jacobi with friction
         sim.run(steps=steps)
@@ -50,6 +67,9 @@ def test_same_trajectories_as_grain_problem(solver, friction):
         gp.step(dt, tol, alert, solver=solver)
     assert sim.scheme.sweeps == gp.iterations > 1
     assert np.all(p["position"][:, 2] == 0.0) and np.all(p["velocity"][:, 2] == 0.0)
+    if walls == "funnel":
+        assert np.count_nonzero(p["position"][:, 1] < 0.2) > 0     # through the opening
+        assert {"segment", "pair"} <= set(sim.contacts()["kind"])
     if friction == 0.0:
         assert np.array_equal(p["position"][:, :2], x_ref)
         assert np.array_equal(p["velocity"][:, :2], gp.v)

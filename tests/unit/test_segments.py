@@ -4,7 +4,7 @@ law, the plane through the foot point q normal to x - q) and NSCD; add_spheres(m
 Expected values come from closed forms (static overlap, rolling and sliding down an
 incline, a sphere on two rods, the seed's velocity correction), from a plain Python
 transcription of seed 003's detection and sweeps, from another route that must give
-the same numbers (a plane, a zero-radius disk of infinite mass, the GrainProblem API,
+the same numbers (a plane, a zero-radius disk of infinite mass,
 a restart) and from the weight of a bed at rest."""
 import math
 import re
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import pdem
-from pdem.nscd import ConvergenceWarning, GrainProblem
+from pdem.nscd import ConvergenceWarning
 
 G = 9.81
 R, RHO, KN = 0.01, 1000.0, 1e5
@@ -404,52 +404,6 @@ def _funnel_grains(seed=1):
     gx, gy = np.meshgrid(np.linspace(0.1, 0.9, 10), np.linspace(0.55, 1.05, 6))
     x = np.column_stack([gx.ravel(), gy.ravel()]) + rng.uniform(-0.005, 0.005, (60, 2))
     return x, rng.uniform(0.02, 0.03, 60)
-
-
-@pytest.mark.parametrize("solver", ["nlgs", "jacobi"])
-@pytest.mark.parametrize("friction", [0.0, 0.4])
-def test_nscd_same_trajectories_as_grain_problem(solver, friction):
-    """60 disks falling into a funnel of segments with end points: Simulation's NSCD
-    step (drift, then velocity update) after N steps holds GrainProblem's (seed 003's
-    API, add_segments(end_disks=True)) positions after N - 1 steps and velocities
-    after N (both start at rest); without friction the same bits, with friction to
-    the rounding of the inertias (as for planes in test_nscd_scheme.py)."""
-    x, r = _funnel_grains()
-    x0, x1 = _funnel_segments()
-    dt, tol, alert, steps = 1e-3, 1e-7, 0.01, 300
-    sim = pdem.Simulation(pdem.Domain((-0.1, -0.1), (1.1, 2.6), dim=2), dt,
-                          gravity=(0, -9.81, 0), scheme=pdem.NSCD(solver, tol=tol, alert=alert),
-                          skin=0.01)
-    sim.material("g", 1000.0, friction=friction)
-    sim.add_spheres(x, r, "g")
-    sim.add_segments(x0, x1, "g", end_points=True)
-    gp = GrainProblem(dim=2, gravity=(0, -9.81), friction=friction, relaxation=None)
-    gp.add_grains(x, r, density=1000.0)
-    gp.add_segments(x0, x1, end_disks=True)
-    kinds = set()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)     # Jacobi with friction
-        for _ in range(steps - 1):
-            sim.step()
-            gp.step(dt, tol, alert, solver=solver)
-            kinds |= set(sim.contacts()["kind"])
-        sim.step()
-        p = sim.particles()
-        x_ref = gp.x.copy()
-        gp.step(dt, tol, alert, solver=solver)
-    assert kinds >= {"pair", "segment"}      # the corners: segment contacts (no point bumps)
-    assert sim.scheme.sweeps == gp.iterations > 1
-    assert len(sim.point_forces()) == len(gp.disks) == 8
-    assert np.all(p["position"][:, 2] == 0.0) and np.all(p["velocity"][:, 2] == 0.0)
-    assert np.count_nonzero(p["position"][:, 1] < 0.2) > 0     # through the opening
-    if friction == 0.0:
-        assert np.array_equal(p["position"][:, :2], x_ref)
-        assert np.array_equal(p["velocity"][:, :2], gp.v)
-    else:
-        assert np.allclose(p["position"][:, :2], x_ref, rtol=0, atol=1e-9)
-        assert np.allclose(p["velocity"][:, :2], gp.v, rtol=0, atol=1e-6)
-        assert np.allclose(p["angular_velocity"][:, 2], gp.omega, rtol=0, atol=1e-4)
-        assert np.abs(gp.omega).max() > 0.1
 
 
 def _seed_contacts(x, r, segments, points, alert):
