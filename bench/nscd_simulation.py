@@ -1,7 +1,7 @@
 #!/usr/bin/env python
-"""The cost of running NSCD inside pdem.Simulation (scheme=pdem.NSCD) against the
-standalone GrainProblem, on the same scene and solver: what the Verlet lists, the
-ghost bookkeeping, the contact rows for output and the step loop add.
+"""The cost of running NSCD inside pdem.Simulation (scheme=pdem.NSCD) against seed 003's
+API GrainProblem (an adapter over the same Simulation that rebuilds its lists and
+hands the state over at every step), on the same scene and solver.
 
 Scene: N disks on a hexagonal lattice in a box of three walls (planes in both codes),
 friction 0.4, at rest under gravity (bench/nscd_convergence.py's lattice). Both run
