@@ -131,8 +131,7 @@ def contact_stats(sim):
     the gaps are those of the current positions. NaN without contacts."""
     overlap = sim.contacts()["overlap"]
     count = int(sim.global_sum(float(len(overlap))))
-    deepest = sim.comm.allreduce(float(overlap.max()) if len(overlap) else -math.inf,
-                                 op=MPI.MAX)
+    deepest = sim.collective.max(float(overlap.max()) if len(overlap) else -math.inf)
     return count, (-deepest if math.isfinite(deepest) else float("nan"))
 
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from .._kernels import cells, contacts as ck, facets as fk, segments as sk
 from . import keys
+from .facet_contacts import facet_contacts
 from .wall_motion import barycentric
 from .store import NCOLS, ContactBatch
 
@@ -306,8 +307,7 @@ class FacetContacts(WallContacts):
         return self.sim.mesh_walls.facet_wall[element]
 
     def gaps(self, alert):
-        """Rows within alert of their facet, hidden rims left out (pdem.nscd.facet_contacts)."""
-        from ..nscd.facet_contacts import facet_contacts
+        """Rows within alert of their facet, hidden rims left out (facet_contacts)."""
         sim, b = self.sim, self.batch
         st, mw = sim.store, sim.mesh_walls
         k, nrm, gap, q = facet_contacts(st.pos, st.radius, b.i1, b.i2, mw.vertices, mw.facets,

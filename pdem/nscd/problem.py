@@ -67,8 +67,9 @@ class GrainProblem:
         if gravity is None:
             gravity = (0.0, -9.81) if dim == 2 else (0.0, 0.0, -9.81)
         self.gravity = validate.vectors("gravity", gravity, dim, 1)[0]
-        self.friction = validate.positive("friction", friction, allow_zero=True)
-        self.restitution = validate.number("restitution", restitution, 0.0, 1.0, low_open=False)
+        self._sim = None             # the Simulation, made again at the next detection
+        self._changed = True         # after a change of the scene or of the material
+        self.friction, self.restitution = friction, restitution
         if threads is not None and (not isinstance(threads, (int, np.integer)) or threads < 1):
             raise InputError("threads must be a positive integer, got %r" % (threads,))
         self.threads = thread_count(threads)
@@ -96,7 +97,6 @@ class GrainProblem:
         self.time = 0.0
         self.iterations = 0          # sweeps of the last solve
         self.residual = 0.0          # largest velocity correction of its last sweep
-        self._sim = None             # the Simulation (made again when the scene changes)
         self._solve_list = None
         self._set_contacts(None)
 
@@ -108,6 +108,25 @@ class GrainProblem:
     overlap_correction = property(lambda self: self._scheme.overlap_correction,
                                   lambda self, v: setattr(self._scheme, "overlap_correction", v))
 
+    # the grains' material: read at the next detection
+    @property
+    def friction(self):
+        return self._friction
+
+    @friction.setter
+    def friction(self, mu):
+        self._friction = validate.positive("friction", mu, allow_zero=True)
+        self._changed = True
+
+    @property
+    def restitution(self):
+        return self._restitution
+
+    @restitution.setter
+    def restitution(self, e):
+        self._restitution = validate.number("restitution", e, 0.0, 1.0, low_open=False)
+        self._changed = True
+
     def __deepcopy__(self, memo):
         """An independent copy (a script's reference copy): the arrays copied, a new
         Simulation, the contact list detected again with the impulses copied."""
@@ -116,7 +135,7 @@ class GrainProblem:
         new.__dict__.update({k: copy.deepcopy(v, memo) for k, v in self.__dict__.items()
                              if k not in skip})
         new._scheme = NSCD(**self._scheme.options())
-        new._sim = None
+        new._sim, new._changed = None, True
         new._set_contacts(None)
         if self._solve_list is not None:
             new._detect(new._simulation(self._scheme.alert))
@@ -158,7 +177,7 @@ class GrainProblem:
         self.inertia = np.concatenate([self.inertia, (0.5 if self.dim == 2 else 0.4) * m * r ** 2])
         self.omega = np.concatenate([self.omega, np.zeros(n if self.dim == 2 else (n, 3))])
         self._orient = np.concatenate([self._orient, np.tile([1.0, 0.0, 0.0, 0.0], (n, 1))])
-        self._sim = None
+        self._changed = True
         return np.arange(first, first + n)
 
     def add_segments(self, x0, x1, end_disks=True):
@@ -178,14 +197,14 @@ class GrainProblem:
             ends = ends[np.sort(first)]                       # first appearance order
             known = {tuple(p) for p in self.disks.tolist()}
             self.add_disks(ends[[tuple(p) not in known for p in ends.tolist()]])
-        self._sim = None
+        self._changed = True
 
     def add_disks(self, centres):
         """Boundary disks: radius 0, infinite mass, fixed."""
         c = validate.vectors("centres", centres, self.dim) if len(centres) else \
             np.zeros((0, self.dim))
         self.disks = np.concatenate([self.disks, c])
-        self._sim = None
+        self._changed = True
 
     def add_planes(self, points, normals):
         """Infinite planes (lines in 2D) through points with normals pointing to the
@@ -198,7 +217,7 @@ class GrainProblem:
             raise InputError("normals[%d] is zero" % bad[0])
         self.plane_points = np.concatenate([self.plane_points, p])
         self.plane_normals = np.concatenate([self.plane_normals, nv / length[:, None]])
-        self._sim = None
+        self._changed = True
 
     def add_mesh(self, mesh):
         """Faceted wall (3D only): `mesh` is a pdem.Mesh or the path of an STL, OBJ or
@@ -222,7 +241,7 @@ class GrainProblem:
         self.meshes.append(mesh)
         self._mesh_copies.append(copy.deepcopy(mesh))
         self.mesh_facet_offset = np.append(self.mesh_facet_offset, len(self.mesh_facets))
-        self._sim = None
+        self._changed = True
         return np.arange(first, len(self.mesh_facets))
 
     # ------------------------------------------------------------ the Simulation
@@ -249,9 +268,10 @@ class GrainProblem:
         reach = float(self.r.max()) + alert if self.n else alert
         lo, hi = self.x.min(axis=0) - reach, self.x.max(axis=0) + reach
         sim = self._sim
-        if sim is None or np.any(lo < sim.domain.lo[:self.dim]) or \
+        if self._changed or np.any(lo < sim.domain.lo[:self.dim]) or \
                 np.any(hi >= sim.domain.hi[:self.dim]):
             sim = self._sim = self._new_simulation(lo, hi)
+            self._changed = False
         self._give(sim)
         st, g = sim.store, sim.store.id[:sim.store.n]
         st.pos[:, :self.dim], st.radius[:] = self.x[g], self.r[g]
@@ -265,7 +285,6 @@ class GrainProblem:
 
     def _give(self, sim):
         """Velocities, masses and inertias into the store's rows (in its order)."""
-        self._grains()
         st, g = sim.store, sim.store.id[:sim.store.n]
         st.vel[:, :self.dim], st.mass[:], st.inertia[:] = self.v[g], self.m[g], self.inertia[g]
         if self.dim == 2:
@@ -353,6 +372,7 @@ class GrainProblem:
             if self._solve_list is None:
                 return 0
             sim = self._sim
+            self._grains()
             self._give(sim)
         sim.dt, sim.scheme.solver, sim.scheme.tol, sim.scheme.itmax = dt, solver, tol, itmax
         self.iterations = sim.scheme.solve(sim, self._solve_list)

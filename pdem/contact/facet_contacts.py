@@ -1,6 +1,6 @@
 """Potential NSCD contacts of grains with the facets of triangle meshes (3D), from
-candidate (grain, facet) pairs: used by GrainProblem.add_mesh and by the mesh walls of
-pdem.Simulation's NSCD scheme.
+candidate (grain, facet) pairs: the mesh walls' rows for pdem.Simulation's NSCD scheme
+(FacetContacts.gaps).
 
 Grain i and facet f are a potential contact when |x_i - q| - r_i < alert, q the
 closest point of the triangle to the centre. The normal is (x_i - q)/|x_i - q| (from
