@@ -330,9 +330,11 @@ def info(args):
                     ("step", int(a["step"])), ("time", "%.9g" % a["time"]), ("dt", "%.6g" % a["dt"]),
                     ("particles", len(f["particles/id"])),
                     ("contacts", "%d (%s)" % (
-                        sum(len(g["key"]) for g in f["interactions"].values()),
+                        sum(len(f["interactions"][k.name]["key"]) for k in KINDS if k.contact),
                         ", ".join("%d %s" % (len(f["interactions"][k.name]["key"]), k.name)
-                                  for k in KINDS))),
+                                  for k in KINDS if k.contact))),
+                    ("bonds", "%d intact, %d broken" % (len(f["interactions/bond/key"]),
+                                                        len(f["bonds_broken/id1"]))),
                     ("planes", len(f["planes/point"])),
                     ("segments, points", "%d, %d" % (len(f["segments/a"]), len(f["points/a"]))),
                     ("mesh walls", ", ".join("%s (%d facets)" % (w["name"], len(

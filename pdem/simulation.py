@@ -255,6 +255,115 @@ class Simulation:
         self._checked_dt = False
         return idx
 
+    # ---------------------------------------------------------------- bonds
+    def bond_material(self, name, kn, ks, tensile_strength, shear_strength=None, cohesion=None,
+                      friction_angle=0.0, radius_multiplier=1.0, moment_factor=1.0,
+                      damping=0.0, scatter=None):
+        """Define a parallel bond material (Potyondy & Cundall 2004; pyx/bonds.pyx): kn,
+        ks stiffness per unit area (Pa/m); tensile_strength; shear_strength, or cohesion
+        and friction_angle (degrees; PFC 5: shear strength = cohesion - sigma
+        tan(friction_angle), sigma tensile positive); radius_multiplier lambda (bond
+        radius lambda min(r1, r2)); moment_factor beta in [0, 1]; damping: ratio of
+        critical damping of the bond's dashpots; scatter: None or {"distribution":
+        "normal", "cv": c, "seed": s} or {"distribution": "weibull", "modulus": m,
+        "seed": s} (per-bond strength factors, the same on any rank count)."""
+        self._bonds_supported()
+        m = self.interactions["bond"].add_material(
+            name, kn=kn, ks=ks, tensile_strength=tensile_strength,
+            shear_strength=shear_strength, cohesion=cohesion, friction_angle=friction_angle,
+            radius_multiplier=radius_multiplier, moment_factor=moment_factor, damping=damping,
+            scatter=scatter)
+        self._checked_dt = False
+        return m
+
+    def _bonds_supported(self):
+        if not isinstance(self.scheme, Explicit):
+            raise InputError("bonds: the %s scheme does not support bonds (use the explicit "
+                             "scheme)" % self.scheme.name)
+
+    def add_bonds(self, id_pairs, bond_material):
+        """Bond the particle pairs `id_pairs` ((m, 2) ids) with `bond_material` (a name
+        or the value of bond_material()); the bonds form at their current positions.
+        Collective (the same pairs on every rank); returns the number of bonds made."""
+        self._bonds_supported()
+        kind = self.interactions["bond"]
+        m = kind.material(bond_material)
+        try:
+            pairs = np.array(id_pairs, dtype=np.int64).reshape(-1, 2)
+        except (TypeError, ValueError):
+            raise InputError("add_bonds: id_pairs must be (m, 2) particle ids, got %r"
+                             % (id_pairs,)) from None
+        same = np.flatnonzero(pairs[:, 0] == pairs[:, 1])
+        if len(same):
+            raise InputError("add_bonds: id_pairs[%d] bonds particle %d with itself"
+                             % (same[0], pairs[same[0], 0]))
+        id1, id2 = pairs.min(axis=1), pairs.max(axis=1)
+        key = keys.make(id1, id2)
+        order = np.argsort(key, kind="stable")
+        again = np.flatnonzero(key[order][1:] == key[order][:-1])
+        if len(again):
+            k = int(order[again + 1].min())
+            first = int(order[np.searchsorted(key[order], key[k])])
+            raise InputError("add_bonds: id_pairs[%d] = (%d, %d) repeats id_pairs[%d]"
+                             % (k, pairs[k, 0], pairs[k, 1], first))
+        ids, pos = self._positions_of(np.unique(pairs), "add_bonds")
+        exists = self.collective.max(kind.existing(key).astype(float)) if len(key) else []
+        if np.any(exists):
+            k = int(np.flatnonzero(exists)[0])
+            raise InputError("add_bonds: particles %d and %d are already bonded"
+                             % (id1[k], id2[k]))
+        d = pos[np.searchsorted(ids, id2)] - pos[np.searchsorted(ids, id1)]
+        periodic = np.array(self.domain.periodic)
+        d[:, periodic] -= np.round(d[:, periodic] / self.box_length[periodic]) * \
+            self.box_length[periodic]
+        return self._make_bonds(id1, id2, m, np.linalg.norm(d, axis=1))
+
+    def bond_contacts(self, bond_material, gap=0.0, ids=None):
+        """Bond every pair of particles (of `ids`, default all) whose surface gap is at
+        most `gap` (touching or overlapping: gap=0), with `bond_material`. Collective;
+        returns the number of bonds made (pairs already bonded are left as they are)."""
+        self._bonds_supported()
+        kind = self.interactions["bond"]
+        m = kind.material(bond_material)
+        gap = validate.number("bond_contacts: gap", gap, 0.0, low_open=False)
+        self._rebuild(reach=1.01 * gap)           # the Verlet list holds every such pair
+        pairs, st = self.interactions["pair"], self.store
+        b = pairs.batch
+        x = st.pos[b.i2] - st.pos[b.i1] + (st.image[b.i2] - st.image[b.i1]) * self.box_length
+        near = np.linalg.norm(x, axis=1) - st.radius[b.i1] - st.radius[b.i2] <= gap
+        near &= (pairs.owner1 >= 0) | (pairs.owner2 >= 0)
+        if ids is not None:
+            wanted = np.asarray(ids, np.int64)
+            near &= np.isin(st.id[b.i1], wanted) & np.isin(st.id[b.i2], wanted)
+        near &= ~kind.existing(b.key)
+        k = np.flatnonzero(near)
+        return self._make_bonds(st.id[b.i1[k]], st.id[b.i2[k]], m,
+                                np.linalg.norm(x[k], axis=1))
+
+    def _make_bonds(self, id1, id2, material, length):
+        """Rows for the bonds (id1 < id2) of this rank, the ghost cutoff over their
+        length, the lists rebuilt (collective). Returns the number of new bonds."""
+        kind = self.interactions["bond"]
+        before = kind.counts()[0]
+        kind.longest = max(kind.longest, float(length.max()) if len(length) else 0.0)
+        kind.add(id1, id2, material)
+        self._checked_dt = False
+        self._rebuild()
+        kind.form()
+        return kind.counts()[0] - before
+
+    def _positions_of(self, ids, what):
+        """(sorted ids, positions) of particles on all ranks (collective); an unknown id
+        is an InputError naming it."""
+        mine = owned_index(ids, self.store.id[:self.store.n_own])
+        got = self.collective.allgather({"id": ids[mine >= 0],
+                                         "pos": self.store.pos[mine[mine >= 0]]})
+        missing = np.setdiff1d(ids, got["id"])
+        if len(missing):
+            raise InputError("%s: unknown particle id %d" % (what, missing[0]))
+        order = np.argsort(got["id"])
+        return got["id"][order], got["pos"][order]
+
     def _local_index(self, ids):
         """Local indices of the particles of `ids` this rank owns; an id owned by no
         rank is an InputError on every rank (collective)."""
@@ -364,9 +473,10 @@ class Simulation:
                 kind.add_forces(f, t, self.lever_flags, self.threads)
 
     # ---------------------------------------------------------------- neighbors
-    def _rebuild(self, restore=False):
+    def _rebuild(self, restore=False, reach=0.0):
         """Wrap, handle lost particles, balance, migrate, build ghosts and the lists of
-        every interaction kind, carry contact state over (collective). restore: the
+        every interaction kind, carry contact state over (collective). reach: a list
+        skin of at least this (bond_contacts' gap). restore: the
         first build after a restart between two scheduled rebuilds
         (pdem/io/checkpoint.py): positions stay as they are, the lists get twice the
         skin, and the build positions of the original run are kept, so that the next
@@ -382,12 +492,15 @@ class Simulation:
             if self.check_ids:
                 self._ids = np.setdiff1d(self._ids, self.collective.allgather(
                     {"id": removed})["id"])
-        rmax = self.collective.max(float(own["radius"].max()) if len(own["radius"]) else 0.0)
+        rmax, bond = self.collective.max(np.array([
+            float(own["radius"].max()) if len(own["radius"]) else 0.0,
+            self.interactions["bond"].reach()]))
         if self.skin is None:
             self.skin = 0.2 * rmax if rmax > 0 else 1.0
-        list_skin = (2.0 * self.skin if restore else self.skin) + \
-            self.scheme.reach(self, own["radius"])     # potential contacts within an alert distance
-        cutoff = 2.0 * rmax + list_skin
+        list_skin = max((2.0 * self.skin if restore else self.skin) +
+                        self.scheme.reach(self, own["radius"]), reach)  # contacts within an alert distance
+        # the ghosts cover the pairs and the longest bond (plus the last step's motion)
+        cutoff = max(2.0 * rmax, bond + 0.5 * list_skin if bond else 0.0) + list_skin
         for axis in range(3):
             if dom.periodic[axis] and dom.length[axis] < 2.0 * cutoff:
                 raise InputError("domain length %g on periodic axis %d is below twice the pair "
@@ -496,7 +609,7 @@ class Simulation:
         element's index, -1 for pairs), id1 (-1 for walls), id2. Force and torque
         act on id2; u, phi, u0, phi0: L6Geom displacements and shifted origins (local
         axes, u_x < 0 in overlap); normal: the local x axis, towards id2."""
-        kinds = list(self.interactions.values())
+        kinds = [k for k in self.interactions.values() if k.contact]
         parts = [k.public() for k in kinds]
         out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         out["kind"] = out["kind"].astype("U8")
@@ -506,6 +619,29 @@ class Simulation:
             out = self.collective.allgather(out)
         order = np.lexsort((out["id2"], out["id1"], out["wall"], out.pop("code")))
         return {k: v[order] for k, v in out.items()}
+
+    def bonds(self, gather=False):
+        """Bonds, intact and broken, sorted by (id1, id2): each on one rank (intact: the
+        owner of id1; broken: the rank that saw it break; gather=True: all, on every rank;
+        collective). Columns: id1 < id2, intact, mode (0 intact, 1 tension, 2 shear:
+        pdem.contact.bonds.MODES), force and moment on id2 in the bond's local axes
+        (x: the normal from id1 to id2; force x < 0 pulls id2 towards id1), point, normal,
+        length (centre distance), broken_time (NaN while intact), material index."""
+        out = self.interactions["bond"].public()
+        if gather:
+            out = self.collective.allgather(out)
+        order = np.lexsort((out["id2"], out["id1"]))
+        return {k: v[order] for k, v in out.items()}
+
+    @property
+    def n_bonds(self):
+        """Number of intact bonds on all ranks (collective)."""
+        return self.interactions["bond"].counts()[0]
+
+    @property
+    def n_broken(self):
+        """Number of bonds broken so far, on all ranks (collective)."""
+        return self.interactions["bond"].counts()[1]
 
     def plane_forces(self):
         """Force ON each plane, (n_planes, 3): minus the sum of its contact forces on
@@ -551,7 +687,7 @@ class Simulation:
     @property
     def n_contacts(self):
         """Number of active contacts of every kind on all ranks (collective)."""
-        local = sum(k.n_active() for k in self.interactions.values())
+        local = sum(k.n_active() for k in self.interactions.values() if k.contact)
         return int(self.collective.sum(np.array([local], np.int64))[0])
 
     @property

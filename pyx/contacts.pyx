@@ -513,8 +513,9 @@ def gather(const long[::1] pair_start, const int[::1] pair_entry,
            const signed char[::1] active, const double[:, ::1] state,
            const long[::1] wall_start, const signed char[::1] wall_active,
            const double[:, ::1] wall_state, const double[::1] radius, int flags,
-           double[:, ::1] f_out, double[:, ::1] t_out, int n_threads):
-    """Sum contact forces and torques per owned particle in a fixed order.
+           double[:, ::1] f_out, double[:, ::1] t_out, int n_threads, bint accumulate=False):
+    """Sum contact forces and torques per owned particle in a fixed order (accumulate:
+    add to f_out and t_out instead of starting from zero).
 
     pair_entry[pair_start[p]:pair_start[p+1]] lists 2*k + side for the pairs of owned
     particle p in ascending partner id (side 1: p is particle 2); wall contacts of p
@@ -524,7 +525,7 @@ def gather(const long[::1] pair_start, const int[::1] pair_entry,
     cdef Py_ssize_t n = f_out.shape[0], p, e, k
     cdef int side
     cdef double r
-    if n:
+    if n and not accumulate:
         f_out[:, :] = 0.0
         t_out[:, :] = 0.0
     for p in prange(n, nogil=True, schedule='static', num_threads=max(1, n_threads)):
@@ -545,7 +546,8 @@ def gather(const long[::1] pair_start, const int[::1] pair_entry,
 def scatter(const int[::1] owner1, const int[::1] owner2, const signed char[::1] active,
             const double[:, ::1] state, const int[::1] wall_owner,
             const signed char[::1] wall_active, const double[:, ::1] wall_state,
-            const double[::1] radius, int flags, double[:, ::1] f_out, double[:, ::1] t_out):
+            const double[::1] radius, int flags, double[:, ::1] f_out, double[:, ::1] t_out,
+            bint accumulate=False):
     """Single-thread equivalent of `gather`: streams through the contacts in order and
     adds each to its owned particles. Pairs are sorted by (id1, id2), so every particle
     receives its contributions in ascending partner id, then its wall contacts in plane
@@ -554,8 +556,9 @@ def scatter(const int[::1] owner1, const int[::1] owner2, const signed char[::1]
     cdef Py_ssize_t m = active.shape[0], k
     cdef int p
     cdef const double* row
-    f_out[:, :] = 0.0
-    t_out[:, :] = 0.0
+    if not accumulate:
+        f_out[:, :] = 0.0
+        t_out[:, :] = 0.0
     with nogil:
         for k in range(m):
             if active[k] == 0:

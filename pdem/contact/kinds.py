@@ -70,6 +70,7 @@ NO_ROWS = (np.zeros(0, np.int32), np.zeros(0, np.int8), np.zeros((0, NCOLS)))
 class Interaction:
     name = None             # contacts()["kind"]
     in_pass = False         # compute() can add its rows to the force sums (one thread)
+    contact = True          # its rows are contacts (contacts(), n_contacts, NSCD); bonds are not
 
     def __init__(self, sim):
         self.sim = sim
@@ -143,35 +144,20 @@ def _public_rows(kind, a, id1, id2, wall, sign, at, body2):
     return out
 
 
-@register
-class PairContacts(Interaction):
-    """Particle pairs of the Verlet list, particle 1 the lower id, sorted by key; a
-    pair between ranks is computed on both from identical copies."""
-    name = "pair"
-    in_pass = True
+class TwoBodyRows(Interaction):
+    """Rows of two particles, particle 1 the lower id, sorted by key (each particle's
+    rows in ascending partner id); a row between ranks is computed on both from
+    identical copies."""
 
     def __init__(self, sim):
         super().__init__(sim)
         self.owner1 = self.owner2 = np.empty(0, np.int32)
         self._gather = None                  # per-particle lists (threads > 1)
 
-    def build(self, b):
-        sim = self.sim
-        st = sim.store
-        order = np.argsort(st.id, kind="stable")
-        i1, i2 = cells.build_pairs(st.pos, st.image, sim.box_length, st.radius, st.id,
-                                   b.n_own, b.skin, order, sim.threads)
-        key = keys.make(st.id[i1], st.id[i2])
-        if st.n > b.n_own:          # periodic images make duplicates to drop
-            srt = np.argsort(key, kind="stable")
-            key, i1, i2 = key[srt], i1[srt], i2[srt]
-            first = np.ones(len(key), bool)
-            first[1:] = key[1:] != key[:-1]
-            key, i1, i2 = key[first], i1[first], i2[first]
-        rows = ContactBatch(i1, i2, key)
-        rows.carry_from(self.batch)
+    def take(self, rows, b):
+        """Make `rows` (local indices set) the batch; owners from the Build `b`."""
         self.batch = rows
-        self.owner1, self.owner2 = b.owner[i1], b.owner[i2]
+        self.owner1, self.owner2 = b.owner[rows.i1], b.owner[rows.i2]
         self._gather = None
 
     def owners(self):
@@ -188,8 +174,47 @@ class PairContacts(Interaction):
         return int(np.count_nonzero(self.batch.active[self.owner1 >= 0])) if len(self) else 0
 
     def saved(self):
-        # each pair once: on the rank owning its first (lower-id) particle
+        # each row once: on the rank owning its first (lower-id) particle
         return np.flatnonzero((self.batch.active != 0) & (self.owner1 >= 0))
+
+    def add_forces(self, f, t, flags, threads, accumulate=False):
+        """Add the rows to their owned particles (accumulate=False: the sums start
+        here, the first kind's)."""
+        b, st = self.batch, self.sim.store
+        if threads == 1:
+            ck.scatter(self.owner1, self.owner2, b.active, b.state, *NO_ROWS, st.radius, flags,
+                       f, t, accumulate)
+            return
+        if self._gather is None:
+            self._gather = ck.build_gather_lists(self.owner1, self.owner2, len(f)) + (
+                np.zeros(len(f) + 1, np.int64),)
+        start, entry, no_walls = self._gather
+        ck.gather(start, entry, b.active, b.state, no_walls, *NO_ROWS[1:], st.radius, flags,
+                  f, t, threads, accumulate)
+
+
+@register
+class PairContacts(TwoBodyRows):
+    """Particle pairs of the Verlet list."""
+    name = "pair"
+    in_pass = True
+
+    def build(self, b):
+        sim = self.sim
+        st = sim.store
+        order = np.argsort(st.id, kind="stable")
+        i1, i2 = cells.build_pairs(st.pos, st.image, sim.box_length, st.radius, st.id,
+                                   b.n_own, b.skin, order, sim.threads)
+        key = keys.make(st.id[i1], st.id[i2])
+        if st.n > b.n_own:          # periodic images make duplicates to drop
+            srt = np.argsort(key, kind="stable")
+            key, i1, i2 = key[srt], i1[srt], i2[srt]
+            first = np.ones(len(key), bool)
+            first[1:] = key[1:] != key[:-1]
+            key, i1, i2 = key[first], i1[first], i2[first]
+        rows = ContactBatch(i1, i2, key)
+        rows.carry_from(self.batch)
+        self.take(rows, b)
 
     def compute(self, table, nmat, f, t):
         sim, b = self.sim, self.batch
@@ -203,19 +228,6 @@ class PairContacts(Interaction):
             return overlap_message(sim, ratio, "particles %d and %d"
                                    % (st.id[b.i1[k]], st.id[b.i2[k]]))
         return None
-
-    def add_forces(self, f, t, flags, threads):
-        b, st = self.batch, self.sim.store
-        if threads == 1:        # the plane rows are added by their own kind
-            ck.scatter(self.owner1, self.owner2, b.active, b.state, *NO_ROWS, st.radius, flags,
-                       f, t)
-            return
-        if self._gather is None:
-            self._gather = ck.build_gather_lists(self.owner1, self.owner2, len(f)) + (
-                np.zeros(len(f) + 1, np.int64),)
-        start, entry, no_walls = self._gather
-        ck.gather(start, entry, b.active, b.state, no_walls, *NO_ROWS[1:], st.radius, flags,
-                  f, t, threads)
 
     def public(self):
         b, st = self.batch, self.sim.store
@@ -472,3 +484,6 @@ class PointContacts(FootContacts):
             np.add.at(ptr, pairs[:, 0] + 1, 1)
             self._ends = (size, (np.cumsum(ptr), pairs[:, 1].astype(np.int32)))
         return self._ends[1]
+
+
+from .bonds import BondContacts  # noqa: E402,F401  (registered last: its sums come last)

@@ -4,9 +4,10 @@ One HDF5 file written collectively (h5py `mpio` driver) to `<path>.tmp` and rena
 to `<path>` by rank 0 only once every rank has closed it, so a crash or a full disk
 never destroys the previous good checkpoint.
 
-Layout (version 4): root attributes hold the scalars (step, time, dt, skin, flags,
-next id, options) and JSON of the domain, materials, pair overrides and time-stepping
-scheme ({"name", "options"}: pdem.scheme.from_description);
+Layout (version 5): root attributes hold the scalars (step, time, dt, skin, flags,
+next id, options) and JSON of the domain, materials, pair overrides, time-stepping
+scheme ({"name", "options"}: pdem.scheme.from_description) and bonds (bond materials,
+the longest bond); `bonds_broken/<field>` the record of broken bonds;
 `planes/{point,normal,vel,material}`; `segments/{a,b,material}` and
 `points/{a,b,material}` (2D boundary segments and points, a == b); `particles/<field>` for every field of
 pdem.particles.FIELDS plus `build_pos`, the position at the last neighbor build
@@ -36,6 +37,7 @@ from mpi4py import MPI
 from ..collective import Collective
 from ..contact import keys
 from ..contact.flags import APPROX, NO_RATCH
+from ..contact.bonds import BROKEN_FIELDS
 from ..contact.kinds import KINDS
 from ..contact.store import COLUMNS, NCOLS, ContactBatch
 from ..domain import Domain
@@ -44,8 +46,8 @@ from ..particles import FIELDS
 from ..scheme import from_description
 from .frames import collective_transfer, row_offsets, write_slab
 
-VERSION = 4         # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bit id keys;
-                    # 4: 2D boundary segments and points
+VERSION = 5         # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bit id keys;
+                    # 4: 2D boundary segments and points; 5: bonds
 ELEMENT_FIELDS = ("a", "b", "material")      # pdem.contact.walls.Segments
 ROW_LAYOUT = json.dumps({"columns": COLUMNS, "ncols": NCOLS, "key_bits": keys.BITS})
 CHUNK = 1 << 20                     # rows read at a time on restart
@@ -81,6 +83,8 @@ def write(sim, path):
         a["dirty"] = sim.needs_rebuild
         a["options"] = json.dumps({k: getattr(sim, k) for k in OPTIONS})
         a["scheme"] = json.dumps(sim.scheme.describe())
+        bonds = sim.interactions["bond"]
+        a["bonds"] = bonds.describe()
         dom = sim.domain
         a["domain"] = json.dumps({"lo": dom.lo.tolist(), "hi": dom.hi.tolist(),
                                   "periodic": list(dom.periodic), "dim": dom.dim})
@@ -94,6 +98,9 @@ def write(sim, path):
             for name in ELEMENT_FIELDS:
                 f.create_dataset(group + "/" + name, data=getattr(getattr(sim, group), name))
         sim.mesh_walls.save(f.create_group("mesh_walls"))
+        broken = f.create_group("bonds_broken")
+        for name, rows in bonds.broken.items():
+            _write_rows(broken, name, rows, comm)
         parts = f.create_group("particles")
         for name in FIELDS:
             _write_rows(parts, name, np.ascontiguousarray(st.f[name][:n]), comm)
@@ -136,7 +143,8 @@ def _open(path, comm):
                 ["%s/%s" % (g, k) for g in ("segments", "points") for k in ELEMENT_FIELDS] + \
                 ["particles/" + k for k in list(FIELDS) + ["build_pos"]] + \
                 ["interactions/%s/%s" % (c.name, k) for c in KINDS
-                 for k in ("key", "active", "state")] + ["mesh_walls"]
+                 for k in ("key", "active", "state")] + ["mesh_walls"] + \
+                ["bonds_broken/" + k for k in BROKEN_FIELDS]
             missing = [k for k in need if k not in f]
             counts = {len(f["particles/" + k]) for k in list(FIELDS) + ["build_pos"]
                       if k not in missing}
@@ -187,6 +195,10 @@ def read(path, simulation, comm=None, threads=None, dims=None):
             for name in ELEMENT_FIELDS:
                 setattr(getattr(sim, group), name, np.ascontiguousarray(f[group + "/" + name][...]))
         sim.mesh_walls.load(f["mesh_walls"])
+        # the record of breaks goes to rank 0 (it is output, not state)
+        sim.interactions["bond"].restore(a["bonds"], {
+            k: f["bonds_broken/" + k][...] if comm.rank == 0 else f["bonds_broken/" + k][:0]
+            for k in BROKEN_FIELDS})
         sim.step_count, sim.time = int(a["step"]), float(a["time"])
         sim.next_id, sim.n_rebuilds = int(a["next_id"]), int(a["n_rebuilds"])
         # particles: each rank keeps those in its subdomain

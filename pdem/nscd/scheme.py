@@ -202,6 +202,8 @@ class NSCD(Scheme):
         parts = []      # (code, kind index, rows, i, j, id_i, id_j, normal, gap, vb, pair index)
         for b, kind in enumerate(sim.interactions.values()):
             rec = kind.batch
+            if not kind.contact:
+                continue
             if kind.name == "pair":
                 normal, gap = np.empty((len(rec), 3)), np.empty(len(rec))
                 _k.verlet_pair_gaps(rec.i1, rec.i2, st.pos, st.image, sim.box_length,
@@ -243,6 +245,8 @@ class NSCD(Scheme):
         live = (contacts.pn > 0.0) | (contacts.gap < 0.0)
         for b, kind in enumerate(sim.interactions.values()):
             rec = kind.batch
+            if not kind.contact:
+                continue
             rec.active[:] = 0
             sel = np.flatnonzero(batch == b)
             k = row[sel]

@@ -105,8 +105,32 @@ def check_timestep(sim):
                 kn = row[COL["kn0"]] + row[COL["kn1"]] * r_max
                 limits.append((2.0 * math.sqrt(0.5 * m_min / kn),
                                "2 sqrt(m*/k_n) of pair (%r, %r)" % (a.name, b.name)))
+    limits += bond_limits(sim)
     if limits:
         crit, what = min(limits)
         if sim.dt > crit:
             raise InputError("dt = %g is above the critical time step %g (%s); reduce dt or "
                              "pass check_timestep=False" % (sim.dt, crit, what))
+
+
+def bond_limits(sim):
+    """2 / omega of each bond material's stiffest mode of two bonded particles: axial
+    (2 k_n A / m), shear with rotation (2 k_s A r^2 / I), bending (2 k_n I_b / I) and
+    twist (2 k_s J / I), for the lightest particle, the smallest inertia and the
+    largest radius (collective). Several bonds per particle stiffen it further: keep
+    dt a fraction of this (Potyondy & Cundall use a safety factor)."""
+    kind = sim.interactions["bond"]
+    if not kind.any:
+        return []
+    st, n = sim.store, sim.store.n_own
+    m_min, i_min, neg_r = -sim.collective.max(-np.array([
+        st.mass[:n].min() if n else np.inf, st.inertia[:n].min() if n else np.inf,
+        -st.radius[:n].max() if n else np.inf]))
+    r = -neg_r
+    out = []
+    for b in kind.materials:
+        A, I, J = b.section(r, sim.domain.dim)
+        omega2 = max(2 * b.kn * A / m_min, 2 * b.ks * A * r * r / i_min,
+                     2 * b.kn * I / i_min, 2 * b.ks * J / i_min)
+        out.append((2.0 / math.sqrt(omega2), "the stiffest mode of bond material %r" % b.name))
+    return out
