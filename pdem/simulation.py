@@ -626,7 +626,9 @@ class Simulation:
         collective). Columns: id1 < id2, intact, mode (0 intact, 1 tension, 2 shear:
         pdem.contact.bonds.MODES), force and moment on id2 in the bond's local axes
         (x: the normal from id1 to id2; force x < 0 pulls id2 towards id1), point, normal,
-        length (centre distance), broken_time (NaN while intact), material index."""
+        length (centre distance), ends (the centre of id1 and the bonded copy of id2's:
+        the bond as a line, across a periodic boundary too; NaN once broken),
+        broken_time (NaN while intact), material index."""
         out = self.interactions["bond"].public()
         if gather:
             out = self.collective.allgather(out)

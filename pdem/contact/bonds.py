@@ -296,6 +296,9 @@ class BondContacts(TwoBodyRows):
                            self.broken["point"]],
             "normal": np.r_[n, self.broken["normal"]],
             "length": np.r_[st.radius[p] + st.radius[q] + b.u[a, 0], np.full(nb, np.nan)],
+            "ends": np.r_[np.stack([st.pos[p], st.pos[p] + n * (st.radius[p] + st.radius[q] +
+                                                              b.u[a, 0])[:, None]], axis=1),
+                          np.full((nb, 2, 3), np.nan)],
             "broken_time": np.r_[np.full(len(a), np.nan), self.broken["time"]],
             "material": np.r_[b.state[a, ROW["material"]].astype(np.int64),
                               np.full(nb, -1, np.int64)]}

@@ -251,6 +251,8 @@ class ResultFile:
                                        (gg, "point_force", point_force, "M L/T^2")):
                 self._rows(grp, f, rows if root else rows[:0], 0, len(rows), unit)
             desc["segments"] = {"n_segments": len(sg)}
+        if sim.interactions["bond"].any:
+            desc["bonds"] = self._write_bonds(g, sim.bonds())
         self.h5.attrs["n_frames"] = len(self.frames) + 1
         self.h5.attrs["material_names"] = [m.name for m in sim.materials.materials] or [""]
         self.h5.flush()
@@ -260,6 +262,27 @@ class ResultFile:
             self.xdmf.write()
         self._tick(clock)
         return name
+
+    def _write_bonds(self, g, b):
+        """Intact bonds as line cells (bonds/vertices: the two ends of each, lines, force
+        on id2 in the bond's local axes, ids) and breaks as points (cracks/point, time,
+        mode: 1 tension, 2 shear), each rank's rows at its offset (collective)."""
+        intact = np.flatnonzero(b["intact"])
+        broken = np.flatnonzero(~b["intact"])
+        (b0, c0), (nb, nc) = row_offsets(self.comm, [len(intact), len(broken)])
+        bg, cg = g.create_group("bonds"), g.create_group("cracks")
+        lines = (2 * (b0 + np.arange(len(intact), dtype=np.int64)))[:, None] + [0, 1]
+        for grp, f, rows, start, total, unit in (
+                (bg, "vertices", b["ends"][intact].reshape(-1, 3), 2 * b0, 2 * nb, "L"),
+                (bg, "lines", lines, b0, nb, "1"),
+                (bg, "force", b["force"][intact], b0, nb, "M L/T^2"),
+                (bg, "id1", b["id1"][intact], b0, nb, "1"),
+                (bg, "id2", b["id2"][intact], b0, nb, "1"),
+                (cg, "point", b["point"][broken], c0, nc, "L"),
+                (cg, "time", b["broken_time"][broken], c0, nc, "T"),
+                (cg, "mode", b["mode"][broken], c0, nc, "1")):
+            self._rows(grp, f, rows, start, total, unit)
+        return {"n_bonds": nb, "n_cracks": nc}
 
     def write_series(self):
         """Append one row of global quantities to the time series (collective). Rows

@@ -58,6 +58,7 @@ class XdmfIndex:
         self.h5name = os.path.relpath(os.path.abspath(h5_path),
                                       os.path.dirname(os.path.abspath(xdmf_path)))
         self.particles, self.contacts, self.mesh_walls, self.segments = [], [], [], []
+        self.bonds, self.cracks = [], []
 
     def _render(self, name, time, group, n, datasets, geometry):
         holder = ET.Element("Grid")
@@ -82,12 +83,23 @@ class XdmfIndex:
                                                      "/frames/%s/mesh_walls" % fr,
                                                      frame["mesh_walls"]))
         if frame.get("segments", {}).get("n_segments"):
-            self.segments.append(self._render_segments("segments_" + fr, frame["time"],
-                                                       "/frames/%s/segments" % fr,
-                                                       frame["segments"]["n_segments"]))
+            self.segments.append(self._render_lines("segments_" + fr, frame["time"],
+                                                    "/frames/%s/segments" % fr,
+                                                    frame["segments"]["n_segments"]))
+        if "bonds" in frame:
+            self.bonds.append(self._render_lines("bonds_" + fr, frame["time"],
+                                                 "/frames/%s/bonds" % fr,
+                                                 frame["bonds"]["n_bonds"]))
+            n = frame["bonds"]["n_cracks"]
+            self.cracks.append(self._render("cracks_" + fr, frame["time"],
+                                            "/frames/%s/cracks" % fr, n,
+                                            {"point": ((n, 3), np.float64),
+                                             "time": ((n,), np.float64),
+                                             "mode": ((n,), np.int8)}, "point"))
 
-    def _render_segments(self, name, time, group, n):
-        """The boundary segments of a frame: Polyline cells of 2 nodes, force per cell."""
+    def _render_lines(self, name, time, group, n):
+        """Line cells of a frame (boundary segments, bonds): Polyline cells of 2 nodes,
+        force per cell."""
         grid = ET.Element("Grid", Name=name, GridType="Uniform")
         ET.SubElement(grid, "Time", Value=repr(float(time)))
         topo = ET.SubElement(grid, "Topology", TopologyType="Polyline", NodesPerElement="2",
@@ -119,7 +131,8 @@ class XdmfIndex:
         parts = ['<?xml version="1.0" ?>\n<!DOCTYPE Xdmf SYSTEM "Xdmf.dtd" []>\n'
                  '<Xdmf Version="3.0">\n <Domain>\n']
         for name, grids in (("particles", self.particles), ("contacts", self.contacts),
-                            ("mesh_walls", self.mesh_walls), ("segments", self.segments)):
+                            ("mesh_walls", self.mesh_walls), ("segments", self.segments),
+                            ("bonds", self.bonds), ("cracks", self.cracks)):
             if grids or name == "particles":
                 parts.append('  <Grid Name="%s" GridType="Collection" CollectionType="Temporal">\n'
                              % name)

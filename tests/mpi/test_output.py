@@ -254,3 +254,44 @@ def test_segments_in_frames_and_xdmf(shared_dir):
         for item in grids[-1].findall(".//DataItem"):
             dset = item.text.strip().split(":")[1]
             assert f[dset].shape == tuple(int(d) for d in item.get("Dimensions").split())
+
+
+@pytest.mark.mpi(min_size=1)
+def test_bonds_and_cracks_in_frames_and_xdmf(shared_dir):
+    """The bonded block of test_bonds_mpi: each frame holds every intact bond as a line
+    from the centre of id1 to id2 (its length the bond's), with the force sim.bonds()
+    gives, and every break as a crack point; the XDMF index shows bonds as Polyline
+    cells and cracks as points, with datasets that exist."""
+    from test_bonds_mpi import falling_block
+    comm = MPI.COMM_WORLD
+    sim = falling_block(comm)
+    path = os.path.join(shared_dir, "block.h5")
+    seen = []
+    with ResultFile(path, sim, every=500) as rf:
+        for _ in range(3):
+            rf.run(steps=500)
+            seen.append(sim.bonds(gather=True))
+    assert np.count_nonzero(~seen[-1]["intact"]) > 10
+    with h5py.File(path, "r") as f:
+        for i, b in enumerate(seen):
+            g, c = f["frames/%06d/bonds" % i], f["frames/%06d/cracks" % i]
+            order = np.lexsort((g["id2"][()], g["id1"][()]))
+            intact = b["intact"]
+            np.testing.assert_array_equal(g["id1"][()][order], b["id1"][intact])
+            assert_bitwise(g["force"][()][order], b["force"][intact], "bond force")
+            ends = g["vertices"][()].reshape(-1, 2, 3)[order]
+            np.testing.assert_allclose(np.linalg.norm(ends[:, 1] - ends[:, 0], axis=1),
+                                       b["length"][intact], rtol=1e-12)
+            lines = g["lines"][()]
+            np.testing.assert_array_equal(lines, np.arange(2 * len(lines)).reshape(-1, 2))
+            assert len(c["point"]) == np.count_nonzero(~intact)
+            assert np.all(np.isin(c["mode"][()], [1, 2]))
+    tree = ET.parse(os.path.join(shared_dir, "block.xdmf")).getroot()
+    collections = {g.get("Name"): g for g in tree.find("Domain")}
+    assert len(collections["bonds"].findall("Grid")) == 3
+    assert collections["bonds"].find("Grid/Topology").get("TopologyType") == "Polyline"
+    with h5py.File(path, "r") as f:
+        for name in ("bonds", "cracks"):
+            for item in collections[name].findall("Grid")[-1].findall(".//DataItem"):
+                dset = item.text.strip().split(":")[1]
+                assert f[dset].shape == tuple(int(d) for d in item.get("Dimensions").split())
