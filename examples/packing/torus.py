@@ -66,9 +66,9 @@ def main():
     mass = 4 / 3 * math.pi * RMIN ** 3 * density
     zeta = -math.log(restitution) / math.sqrt(math.pi ** 2 + math.log(restitution) ** 2)
     dt = math.pi / math.sqrt(kn / (0.5 * mass)) / 25
-    span = R + A + 0.02
+    span = R + A + 0.05
     dom = pdem.Domain((-span, -span, 0.0), (span, span, 2 * A + 0.02))
-    sim = pdem.Simulation(dom, dt=dt, gravity=(0, 0, -9.81), comm=comm)
+    sim = pdem.Simulation(dom, dt=dt, gravity=(0, 0, -9.81), comm=comm, lost="remove")
     m = sim.material("grain", density=density, kn=kn,
                      gamma_n=2 * zeta * math.sqrt(kn / (0.5 * mass)), friction=0.4)
     sim.add_plane((0, 0, 0), (0, 0, 1), m)
