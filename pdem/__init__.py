@@ -4,13 +4,18 @@ from .domain import Domain
 from .errors import InputError, SimulationError
 from .materials import Material
 from .nscd.scheme import NSCD
+from .packing import Packing, pack
+from .regions import (Box, Cone, Cylinder, FunctionRegion, HalfSpace, MeshRegion, Region, Sphere,
+                      Torus, relax, relax_step)
 from .scheme import Explicit
 from .simulation import CheckpointExit, Simulation
 from .threads import openmp_available, thread_count
 
 __version__ = "0.1.0"
 __all__ = ["Domain", "Mesh", "Simulation", "Material", "Explicit", "NSCD", "InputError", "SimulationError",
-           "CheckpointExit", "restart", "openmp_available", "thread_count"]
+           "CheckpointExit", "restart", "openmp_available", "thread_count",
+           "pack", "Packing", "Region", "HalfSpace", "Sphere", "Box", "Cylinder", "Cone", "Torus",
+           "FunctionRegion", "MeshRegion", "relax", "relax_step"]
 
 
 def restart(path, comm=None, threads=None, dims=None):

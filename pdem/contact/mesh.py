@@ -7,8 +7,13 @@ Seed 004 ("Faceted Walls in PFC"), implemented here:
 - "the three vertices delineating a facet must be unique": repeated vertices, and
   collinear vertices (no normal), are rejected (`Mesh.__init__`);
 - "normals of all facets are oriented consistently with neighbouring facets": two
-  facets sharing an edge must traverse it in opposite directions (`_build_edges`);
-  an edge shared by more than two facets has no consistent orientation and is rejected;
+  facets sharing an edge must traverse it in opposite directions (`_build_edges`).
+  Meshes as users have them (CAD exports, the LIGGGHTS examples) often have a few
+  facets wound the other way: an orientable mesh is reoriented consistently by a walk
+  over the facet adjacency (outward for a closed part; an open part keeps the winding
+  of its lowest facet) with a MeshOrientationWarning giving the count (`_reorient`);
+  a non-orientable surface is refused naming a facet, and an edge shared by more
+  than two facets has no consistent orientation and is rejected;
 - "the wall data structure allows efficient identification of neighbouring facets,
   those sharing edges or vertices": `edges`, `edge_facets`, `facet_edges`,
   `vertex_facet_ptr` / `vertex_facet_idx` (CSR), built once;
@@ -20,9 +25,15 @@ Vertices with exactly equal coordinates are merged (STL stores every triangle's
 corners separately); `vertex_map[k]` is the mesh vertex of input vertex k.
 File readers live in pdem.contact.mesh_files (`Mesh.read`).
 """
+import warnings
+
 import numpy as np
 
 from ..errors import InputError
+
+
+class MeshOrientationWarning(UserWarning):
+    """A mesh's facets were wound inconsistently and were flipped (Mesh, the count)."""
 
 
 class Mesh:
@@ -56,6 +67,7 @@ class Mesh:
         if len(bad):
             raise InputError("%s: facet %d refers to a vertex outside 0..%d: %r"
                              % (name, bad[0], len(v) - 1, f[bad[0]].tolist()))
+        self.n_reoriented = 0                     # facets flipped to agree with their neighbours
         self.vertices, self.vertex_map = _merge_vertices(v)
         self.facets = np.ascontiguousarray(self.vertex_map[f], dtype=np.int64)
         self._check_facets()
@@ -152,11 +164,8 @@ class Mesh:
         p, q = order[two], order[two + 1]          # p < q (stable sort)
         wrong = np.flatnonzero(a[p] == a[q])
         if len(wrong):
-            i, j = p[wrong[0]] // 3, q[wrong[0]] // 3
-            raise InputError("%s: facet %d is oriented inconsistently with facet %d: their "
-                             "shared edge (vertices %d -> %d) is traversed in the same "
-                             "direction by both (normals must agree across shared edges)"
-                             % (self.name, j, i, a[p[wrong[0]]], b[p[wrong[0]]]))
+            self._reorient(p // 3, q // 3, a[p] == a[q], order[start[count == 1]] // 3)
+            return self._build_edges()           # facets flipped: the edges once more
         ne = len(start)
         self.edges = np.ascontiguousarray(
             np.stack([np.minimum(a, b)[order[start]], np.maximum(a, b)[order[start]]], 1))
@@ -166,6 +175,66 @@ class Mesh:
         edge_of = np.empty(3 * nf, dtype=np.int64)
         edge_of[order] = np.repeat(np.arange(ne), count)
         self.facet_edges = edge_of.reshape(nf, 3)
+
+    def _reorient(self, fi, fj, same, boundary):
+        """Flip facets so that every shared edge is traversed in opposite directions.
+        fi, fj: the two facets of each shared edge; same: True where both traverse it
+        in the same direction (one of them must flip). A breadth-first walk over the
+        facet adjacency, from the lowest facet of each connected part, gives each facet
+        its flip relative to that seed; a contradiction means the surface is not
+        orientable (a Moebius strip), refused naming the facet. A closed part (no
+        boundary edge; `boundary`: the facets of the edges used once) is then
+        turned outward (positive signed volume); an open part keeps its seed facet's
+        winding. Warns with the count of flipped facets."""
+        nf = self.n_facets
+        nbr_a = np.r_[fi, fj]
+        nbr_b = np.r_[fj, fi]
+        parity = np.r_[same, same].astype(np.int8)
+        order = np.argsort(nbr_a, kind="stable")
+        nbr_b, parity = nbr_b[order], parity[order]
+        ptr = np.r_[0, np.cumsum(np.bincount(nbr_a, minlength=nf))]
+        flip = np.full(nf, -1, dtype=np.int8)
+        part = np.full(nf, -1, dtype=np.int64)
+        n_parts = 0
+        for s in range(nf):
+            if flip[s] >= 0:
+                continue
+            flip[s], part[s] = 0, n_parts
+            queue = [s]
+            while queue:
+                i = queue.pop()
+                for k in range(ptr[i], ptr[i + 1]):
+                    j, want = nbr_b[k], flip[i] ^ parity[k]
+                    if flip[j] < 0:
+                        flip[j], part[j] = want, n_parts
+                        queue.append(j)
+                    elif flip[j] != want:
+                        raise InputError(
+                            "%s: facet %d cannot be oriented consistently with facet %d: the "
+                            "surface is not orientable (no winding of its facets makes every "
+                            "shared edge run in opposite directions)"
+                            % (self.name, max(i, j), min(i, j)))
+            n_parts += 1
+        f = self.facets
+        f[flip == 1] = f[flip == 1][:, [0, 2, 1]]
+        open_part = np.zeros(n_parts, dtype=bool)
+        open_part[part[boundary]] = True
+        v = self.vertices[f]
+        vol = np.bincount(part, np.einsum("ij,ij->i", v[:, 0], np.cross(v[:, 1], v[:, 2])),
+                          minlength=n_parts)
+        inward = ~open_part & (vol < 0)
+        turn = inward[part]
+        f[turn] = f[turn][:, [0, 2, 1]]
+        flipped = (flip == 1) ^ turn
+        self._check_facets()                       # normals of the new windings
+        self.n_reoriented = int(flipped.sum())
+        warnings.warn("%s: %d facet(s) were wound inconsistently with their neighbours and "
+                      "were flipped (%s%s); the surface is now oriented consistently%s"
+                      % (self.name, self.n_reoriented,
+                         ", ".join(str(i) for i in np.flatnonzero(flipped)[:10]),
+                         ", ..." if self.n_reoriented > 10 else "",
+                         ", outward" if np.all(~open_part) else ""),
+                      MeshOrientationWarning, stacklevel=4)
 
     def _build_vertex_facets(self):
         flat = self.facets.ravel()

@@ -5,7 +5,7 @@ import struct
 import numpy as np
 import pytest
 
-from pdem.contact.mesh import Mesh
+from pdem.contact.mesh import Mesh, MeshOrientationWarning
 from test_bad_input import input_error
 
 # unit cube, quads seen from outside counter-clockwise (outward normals)
@@ -108,11 +108,94 @@ def test_collinear_facet_names_facet():
     input_error(lambda: Mesh(V, [[0, 1, 3], [0, 1, 2]]), "facet 1", "collinear")
 
 
-def test_inconsistent_orientation_names_facet():
+def test_inconsistent_orientation_is_repaired_with_a_warning():
     F = CUBE_F.copy()
     F[4] = F[4][::-1]
-    msg = input_error(lambda: Mesh(CUBE_V, F), "oriented inconsistently", "same direction")
-    assert "facet 4" in msg
+    with pytest.warns(MeshOrientationWarning, match=r"1 facet\(s\) .* flipped \(4\).*outward"):
+        m = Mesh(CUBE_V, F)
+    assert m.n_reoriented == 1
+    check_cube(m)
+
+
+def test_inward_closed_mesh_with_one_odd_facet_turns_outward():
+    F = CUBE_F[:, ::-1].copy()                   # every facet inward ...
+    F[7] = CUBE_F[7]                              # ... but one
+    with pytest.warns(MeshOrientationWarning, match="11 facet"):
+        m = Mesh(CUBE_V, F)
+    check_cube(m)
+
+
+def test_consistent_inward_mesh_is_left_alone():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = Mesh(CUBE_V, CUBE_F[:, ::-1])
+    assert m.n_reoriented == 0
+    centre = m.vertices[m.facets].mean(axis=1)
+    assert np.all(np.einsum("ij,ij->i", m.normals, centre - 0.5) < 0)
+
+
+def test_open_mesh_keeps_the_first_facets_winding():
+    V, F = flat_grid(3)
+    F[[2, 5, 11]] = F[[2, 5, 11]][:, ::-1]
+    with pytest.warns(MeshOrientationWarning, match="3 facet"):
+        m = Mesh(V, F)
+    assert np.allclose(m.normals, [0, 0, 1])
+
+
+def test_moebius_strip_is_refused_naming_a_facet():
+    n = 12
+    t = np.linspace(0.0, 2 * np.pi, n, endpoint=False)
+    V = []
+    for k in range(n):
+        for s in (-0.3, 0.3):
+            w = s * np.cos(t[k] / 2)
+            V.append([(2 + w) * np.cos(t[k]), (2 + w) * np.sin(t[k]), s * np.sin(t[k] / 2)])
+    F = []
+    for k in range(n):
+        a, b = 2 * k, 2 * k + 1
+        c, d = (2 * k + 2, 2 * k + 3) if k < n - 1 else (1, 0)   # the half twist
+        F += [(a, c, b), (b, c, d)]
+    msg = input_error(lambda: Mesh(np.array(V), np.array(F)), "not orientable")
+    assert "facet" in msg
+
+
+def closed_cylinder(n=23, radius=1.0, height=2.0):
+    """Closed cylinder of 4 n facets (sides 2 n, two fans of n), outward normals."""
+    t = 2 * np.pi * np.arange(n) / n
+    ring = np.c_[radius * np.cos(t), radius * np.sin(t)]
+    V = np.r_[np.c_[ring, np.zeros(n)], np.c_[ring, np.full(n, height)],
+              [[0, 0, 0], [0, 0, height]]]
+    F = []
+    for k in range(n):
+        k1 = (k + 1) % n
+        F += [(k, k1, n + k1), (k, n + k1, n + k)]
+    F += [(2 * n, k1, k) for k, k1 in ((k, (k + 1) % n) for k in range(n))]
+    F += [(2 * n + 1, n + k, n + k1) for k, k1 in ((k, (k + 1) % n) for k in range(n))]
+    return V, np.array(F)
+
+
+def test_liggghts_like_stl_with_four_flipped_facets(tmp_path):
+    """92 facets, closed and orientable, 4 wound the other way (as in a LIGGGHTS
+    example STL that Mesh.read used to refuse): loads, and every facet faces outward."""
+    from pdem.contact.mesh_files import write_stl
+    V, F = closed_cylinder()
+    assert len(F) == 92
+    F[[60, 61, 88, 5]] = F[[60, 61, 88, 5]][:, ::-1]
+    path = tmp_path / "liggghts_like.stl"
+    write_stl(path, V, F, binary=False)
+    with pytest.warns(MeshOrientationWarning, match="4 facet"):
+        m = Mesh.read(path)
+    assert m.n_facets == 92 and m.n_reoriented == 4
+    c = m.vertices[m.facets].mean(axis=1)
+    side = np.abs(m.normals[:, 2]) < 0.5
+    out = c.copy()
+    out[side, 2] = 0.0                        # sides: away from the axis
+    out[~side] = [0, 0, 1] * np.sign(c[~side, 2] - 1.0)[:, None]   # caps: up / down
+    assert np.all(np.einsum("ij,ij->i", m.normals, out) > 0)
+    vol = np.einsum("ij,ij->i", m.vertices[m.facets[:, 0]],
+                    np.cross(m.vertices[m.facets[:, 1]], m.vertices[m.facets[:, 2]])).sum() / 6
+    assert vol > 0
 
 
 def test_edge_shared_by_three_facets():
@@ -261,9 +344,10 @@ def test_reader_errors(tmp_path):
     input_error(lambda: Mesh.read(tmp_path / "empty.msh"), "empty.msh", "no $Nodes")
     # an error in the mesh itself names the file
     F = CUBE_F.copy()
-    F[4] = F[4][::-1]
-    write_stl_ascii(tmp_path / "flip.stl", CUBE_V[F])
-    input_error(lambda: Mesh.read(tmp_path / "flip.stl"), "flip.stl", "facet 4")
+    F[4] = (0, 1, 1)
+    write_stl_ascii(tmp_path / "degenerate.stl", CUBE_V[F])
+    input_error(lambda: Mesh.read(tmp_path / "degenerate.stl"), "degenerate.stl", "facet 4",
+                "degenerate")
 
 
 @pytest.mark.parametrize("binary", [True, False])
