@@ -152,14 +152,25 @@ class ResultFile:
         self._pending = []               # rows not written yet: (scalars, wall arrays)
         self._walls = None               # rows of each wall array of the series
         clock = time.perf_counter()
-        if h5py.get_config().mpi:
-            self.h5 = h5py.File(self.path, "w", driver="mpio", comm=self.comm)
-            self._dxpl = collective_transfer(collective)
-        elif self.comm.size == 1:
-            self.h5, self._dxpl = h5py.File(self.path, "w"), None
-        else:
+        folder = os.path.dirname(os.path.abspath(self.path))
+        problem = None
+        if self.comm.rank == 0 and not os.path.isdir(folder):
+            problem = "ResultFile: the folder %s of %s does not exist" % (folder, self.path)
+        elif self.comm.rank == 0 and not os.access(folder, os.W_OK):
+            problem = "ResultFile: the folder %s of %s is not writable" % (folder, self.path)
+        sim.collective.raise_if_any(problem, InputError)
+        if not (h5py.get_config().mpi or self.comm.size == 1):
             raise InputError("ResultFile on %d ranks needs h5py built with MPI (parallel HDF5)"
                              % self.comm.size)
+        try:
+            if h5py.get_config().mpi:
+                self.h5 = h5py.File(self.path, "w", driver="mpio", comm=self.comm)
+                self._dxpl = collective_transfer(collective)
+            else:
+                self.h5, self._dxpl = h5py.File(self.path, "w"), None
+        except OSError as exc:
+            raise InputError("ResultFile: cannot create %s: %s"
+                             % (self.path, str(exc).replace("\n", " "))) from None
         a = self.h5.attrs
         a["format"], a["format_version"] = FORMAT
         a["dim"] = sim.domain.dim
