@@ -388,8 +388,8 @@ def info(args):
     a, out = f.attrs, []
     try:
         domain = "%s .. %s, periodic %s, dim %d" % (
-            np.asarray(a["domain_lo"] if kind == "pdem-frames" else _json(a["domain"])["lo"]).tolist(),
-            np.asarray(a["domain_hi"] if kind == "pdem-frames" else _json(a["domain"])["hi"]).tolist(),
+            _vec(a["domain_lo"] if kind == "pdem-frames" else _json(a["domain"])["lo"]),
+            _vec(a["domain_hi"] if kind == "pdem-frames" else _json(a["domain"])["hi"]),
             [bool(p) for p in (a["periodic"] if kind == "pdem-frames" else _json(a["domain"])["periodic"])],
             a["dim"] if kind == "pdem-frames" else _json(a["domain"])["dim"])
         if kind == "pdem checkpoint":
@@ -447,6 +447,11 @@ def info(args):
     for key, value in out:
         print("  %-15s %s" % (key + ":", value))
     return 0
+
+
+def _vec(values):
+    """[0, 0, 0.018] rather than [0.0, 0.0, 0.018000000000000002] (input round-off)."""
+    return "[%s]" % ", ".join("%.12g" % v for v in np.ravel(values))
 
 
 def _json(text):

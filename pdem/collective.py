@@ -6,6 +6,10 @@ only when some rank has one.
 """
 import math
 import os
+import sys
+import threading
+import time
+import traceback
 import zlib
 
 import numpy as np
@@ -39,10 +43,88 @@ def digest(value):
     return float(zlib.crc32(data))
 
 
+def _user_line(frame):
+    """The innermost line of the waiting thread's stack outside pdem (the user's call)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    stack = traceback.extract_stack(frame)
+    for entry in reversed(stack):
+        if not os.path.abspath(entry.filename).startswith(here + os.sep):
+            return "%s:%d: %s" % (entry.filename, entry.lineno, (entry.line or "").strip())
+    return "%s:%d" % (stack[-1].filename, stack[-1].lineno) if stack else "?"
+
+
+class Watchdog:
+    """Says so on stderr (once per wait) when this rank has waited more than
+    `timeout` seconds in one of pdem's reductions (sim.n_particles, sim.energy(), a
+    step...): a collective that some rank does not call (e.g. inside `if sim.rank ==
+    0:`) never returns. A daemon thread; MPI calls release the GIL, so it runs while
+    the main thread waits. PDEM_COLLECTIVE_TIMEOUT (seconds, default 120; 0: off)."""
+
+    def __init__(self, rank, timeout):
+        self.rank, self.timeout = rank, timeout
+        self.entered = None              # (what, monotonic time, thread id) while waiting
+        self.messages = []               # what it said (tests)
+        self._thread = None
+
+    def start(self):
+        if self._thread is None and self.timeout > 0:
+            self._thread = threading.Thread(target=self._watch, name="pdem-watchdog",
+                                            daemon=True)
+            self._thread.start()
+
+    def _watch(self):
+        said = None
+        while True:
+            time.sleep(min(5.0, self.timeout / 4))
+            entered = self.entered
+            if entered is None or entered is said:
+                continue
+            what, since, thread = entered
+            waited = time.monotonic() - since
+            if waited < self.timeout:
+                continue
+            frame = sys._current_frames().get(thread)
+            where = _user_line(frame) if frame is not None else "?"
+            text = ("pdem: rank %d has waited %.0f s in a collective call (%s, from %s): "
+                    "every rank must make the same collective calls in the same order; "
+                    "sim.n_particles, sim.n_contacts, energy(), particles(gather=True), "
+                    "set-up calls, run/step are collective: call them on every rank, "
+                    "not inside `if sim.rank == 0:`" % (self.rank, waited, what, where))
+            self.messages.append(text)
+            print(text, file=sys.stderr, flush=True)
+            said = entered
+
+
+_WATCHDOG = []
+
+
+def _shared_watchdog(rank):
+    if not _WATCHDOG:
+        try:
+            timeout = float(os.environ.get("PDEM_COLLECTIVE_TIMEOUT", "120") or 0)
+        except ValueError:
+            timeout = 120.0
+        _WATCHDOG.append(Watchdog(rank, timeout))
+        _WATCHDOG[0].start()
+    return _WATCHDOG[0]
+
+
 class Collective:
-    def __init__(self, comm):
+    def __init__(self, comm, timeout=None):
         self.comm = comm
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        if timeout is not None:
+            self.watchdog = Watchdog(self.rank, timeout)
+            self.watchdog.start()
+        else:                            # one thread per process, for every simulation
+            self.watchdog = _shared_watchdog(self.rank) if self.size > 1 else Watchdog(0, 0)
+
+    def _allreduce(self, buf, op, what):
+        self.watchdog.entered = (what, time.monotonic(), threading.get_ident())
+        try:
+            self.comm.Allreduce(MPI.IN_PLACE, buf, op=op)
+        finally:
+            self.watchdog.entered = None
 
     def max(self, value):
         """Maximum over ranks of a float or of a float array. NaN counts as +inf, so
@@ -50,7 +132,7 @@ class Collective:
         buf = np.array(value, float, ndmin=1)
         buf[np.isnan(buf)] = math.inf          # infinities stay as they are
         if self.size > 1:
-            self.comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.MAX)
+            self._allreduce(buf, MPI.MAX, "a maximum over ranks")
         return buf if np.ndim(value) else float(buf[0])
 
     def same(self, what, **arguments):
@@ -74,7 +156,7 @@ class Collective:
     def sum(self, a):
         """Sum over ranks of the array `a` (in place)."""
         if self.size > 1:
-            self.comm.Allreduce(MPI.IN_PLACE, a, op=MPI.SUM)
+            self._allreduce(a, MPI.SUM, "a sum over ranks")
         return a
 
     def raise_if_any(self, message, error):
