@@ -387,8 +387,8 @@ class Simulation:
 
     def set_velocity(self, ids, velocity=None, angular_velocity=None, block=False):
         """Set (and with block=True prescribe) velocities of particles: velocity and
-        angular_velocity are one 3-vector for all or one per id (2 components in 2D;
-        a number for the angular velocity of disks). Collective."""
+        angular_velocity are one 3-vector for all or one per id (velocity: 2 components
+        in 2D; angular_velocity of disks: a number, or one per id). Collective."""
         self.collective.same("set_velocity", ids=ids, velocity=velocity,
                              angular_velocity=angular_velocity, block=block)
         n_ids = np.atleast_1d(np.asarray(ids)).size
@@ -399,7 +399,7 @@ class Simulation:
             w = np.asarray(angular_velocity, dtype=object if isinstance(angular_velocity, str)
                            else None)
             if dim == 2 and w.dtype != object and w.ndim <= 1 and w.size in (1, n_ids) and \
-                    not (w.size == 3 and n_ids != 3):
+                    w.size != 3:             # 2D: the spin of each disk (3 numbers: a vector)
                 w = np.column_stack([np.zeros((w.size, 2)), w.reshape(-1, 1).astype(float)])
             angular_velocity = self._per_id("angular_velocity", w, n_ids, 3)
         idx, found = self._local_index(ids, with_found=True)
