@@ -1,7 +1,7 @@
 """pdem: MPI-parallel Discrete Element Method engine (Python + Cython/OpenMP kernels)."""
 from .contact.mesh import Mesh
 from .domain import Domain
-from .errors import InputError, SimulationError
+from .errors import InputError, SimulationError, TimeStepWarning
 from .materials import Material
 from .nscd.scheme import NSCD
 from .packing import Packing, pack
@@ -12,7 +12,7 @@ from .simulation import CheckpointExit, Simulation
 from .threads import openmp_available, thread_count
 
 __version__ = "0.1.0"
-__all__ = ["Domain", "Mesh", "Simulation", "Material", "Explicit", "NSCD", "InputError", "SimulationError",
+__all__ = ["Domain", "Mesh", "Simulation", "Material", "Explicit", "NSCD", "InputError", "SimulationError", "TimeStepWarning",
            "CheckpointExit", "restart", "openmp_available", "thread_count",
            "pack", "Packing", "Region", "HalfSpace", "Sphere", "Box", "Cylinder", "Cone", "Torus",
            "FunctionRegion", "MeshRegion", "relax", "relax_step"]

@@ -11,6 +11,7 @@ warnings). Bad input ends every rank with one line `pdem: error: ...` and exit c
 """
 import argparse
 import importlib.util
+import math
 import os
 import sys
 import time
@@ -23,6 +24,26 @@ from pdem.contact.kinds import KINDS
 from pdem.diagnostics import PHASES
 
 STATUS = "status"                   # <out>/status: running | interrupted | finished | failed
+JOINED = "results-all.xdmf"         # <out>/results-all.xdmf: the frames of every segment
+
+
+def _segments(out, start):
+    """The result files of the earlier segments of a run continued at step `start`:
+    results.h5 and results-from-step-S.h5 with S < start (rank 0; [] on the others)."""
+    if start == 0 or _rank() != 0:
+        return []
+    found = []
+    for name in os.listdir(out):
+        if name == "results.h5":
+            found.append((0, name))
+        elif name.startswith("results-from-step-") and name.endswith(".h5"):
+            try:
+                step = int(name[len("results-from-step-"):-3])
+            except ValueError:
+                continue
+            if step < start:
+                found.append((step, name))
+    return [os.path.join(out, name) for _, name in sorted(found)]
 
 
 class Fail(Exception):
@@ -53,6 +74,16 @@ def _positive(text):
     return value
 
 
+def _time(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError("expected a positive finite time, got %r" % text)
+    return value
+
+
 def parser():
     p = Parser(prog="python -m pdem", description="pdem: MPI-parallel DEM (docs/cli.md)")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
@@ -61,7 +92,7 @@ def parser():
                    help="Python file defining build(comm) -> pdem.Simulation (not needed with --restart)")
     end = r.add_mutually_exclusive_group(required=True)
     end.add_argument("--steps", type=_positive, help="run until step N (counted from the case's start)")
-    end.add_argument("--until", type=float, metavar="T", help="run until simulated time T")
+    end.add_argument("--until", type=_time, metavar="T", help="run until simulated time T")
     r.add_argument("--out", default="results/run", metavar="DIR", help="output folder (default results/run)")
     r.add_argument("--output-every", type=_positive, metavar="N", help="a frame every N steps (default: first and last)")
     r.add_argument("--fields", metavar="F1,F2", help="particle fields of the frames (default: all but mass)")
@@ -109,9 +140,12 @@ def load_case(path):
 
 
 def _check_out(out, comm):
-    problem = None
+    """Create the output folder (rank 0); returns True when it did not exist before
+    (it is then removed if the set-up fails: no empty results folder)."""
+    problem, created = None, False
     if comm.rank == 0:
         try:
+            created = not os.path.isdir(out)
             os.makedirs(out, exist_ok=True)
             probe = os.path.join(out, ".pdem-write-test")
             with open(probe, "w"):
@@ -122,6 +156,15 @@ def _check_out(out, comm):
     problem = _agree(comm, problem)
     if problem:
         raise Fail(problem)
+    return created
+
+
+def _remove_if_empty(out):
+    if _rank() == 0:
+        try:
+            os.rmdir(out)               # only an empty folder
+        except OSError:
+            pass
 
 
 def _status(out, text):
@@ -138,7 +181,9 @@ class Log:
         self.root = sim.rank == 0
         self.tty = self.root and _progress_bar()
         self.clock = time.perf_counter()
+        self.timers0 = dict(sim.timers)      # time spent before the run (set-up) is not counted
         self.header = False
+        self.removed = sim.lost == "remove"  # a column of particles removed so far
 
     def thermo(self, n_particles, n_contacts, kinetic):
         s = self.sim.step_count
@@ -156,7 +201,9 @@ class Log:
                                 rate, eta))
             sys.stdout.flush()
             return
-        stats = self.sim.scheme.stats()                    # e.g. NSCD's sweeps of the last step
+        stats = dict(self.sim.scheme.stats())              # e.g. NSCD's sweeps of the last step
+        if self.removed:
+            stats["removed"] = self.sim.n_removed
         if not self.header:
             print("%10s %13s %10s %9s %12s %11s %9s" % ("step", "time", "particles", "contacts",
                                                       "kinetic", "p-steps/s", "left")
@@ -167,8 +214,14 @@ class Log:
               + "".join(" %7d" % v for v in stats.values()), flush=True)
 
     def timing(self):
-        stats = self.sim.timer_stats()                     # collective
+        """Seconds per phase of this run (min / avg / max over ranks) and their share
+        of the wall time, with `other` (the rest: Python between phases, thermo
+        reductions, waiting) so that the shares add up to 100 %."""
+        sim = self.sim
+        spent = np.array([sim.timers[p] - self.timers0.get(p, 0.0) for p in PHASES])
         wall = time.perf_counter() - self.clock
+        per_rank = np.append(spent, max(0.0, wall - spent.sum()))
+        rows = np.array(sim.comm.allgather(per_rank)) if sim.size > 1 else per_rank[None, :]
         if not self.root:
             return
         if self.tty:
@@ -176,10 +229,11 @@ class Log:
         print("timing over %d rank(s), %d step(s) in %.2f s wall:" % (
             self.sim.size, self.sim.step_count - self.start, wall))
         print("  %-10s %10s %10s %10s %7s" % ("phase", "min [s]", "avg [s]", "max [s]", "% wall"))
-        for phase in PHASES:
-            lo, avg, hi = stats[phase]
-            print("  %-10s %10.3f %10.3f %10.3f %7.1f" % (phase, lo, avg, hi,
-                                                         100 * avg / wall if wall > 0 else 0))
+        avg = rows.mean(axis=0)
+        share = avg / avg.sum() if avg.sum() > 0 else avg      # each rank's row sums to its wall
+        for k, phase in enumerate(PHASES + ("other",)):
+            print("  %-10s %10.3f %10.3f %10.3f %7.1f" % (phase, rows[:, k].min(), avg[k],
+                                                         rows[:, k].max(), 100 * share[k]))
         sys.stdout.flush()
 
 
@@ -206,7 +260,18 @@ def _setup(args, comm):
 
     if args.restart is None and args.case is None:
         raise Fail("run: give a CASE file, or --restart CHECKPOINT")
-    _check_out(args.out, comm)
+    created = _check_out(args.out, comm)
+    try:
+        return _setup_in(args, comm, created)
+    except Fail:
+        if created:
+            _remove_if_empty(args.out)
+        raise
+
+
+def _setup_in(args, comm, created):
+    from pdem.io import ResultFile
+
     try:
         if args.restart is not None:
             sim = pdem.restart(args.restart, comm=comm, threads=args.threads)
@@ -230,7 +295,8 @@ def _setup(args, comm):
         fields = args.fields.split(",") if args.fields else None
         name = "results.h5" if sim.step_count == 0 else "results-from-step-%d.h5" % sim.step_count
         rf = ResultFile(os.path.join(args.out, name), sim, fields=fields, contacts=args.contacts,
-                        float32_positions=args.float32)
+                        float32_positions=args.float32,
+                        joined=(os.path.join(args.out, JOINED), _segments(args.out, sim.step_count)))
     except pdem.InputError as exc:
         raise Fail(str(exc))
     return sim, rf
@@ -272,6 +338,7 @@ def run(args):
                 rf.write_series()
                 e, n, c = sim.energy(), sim.n_particles, sim.n_contacts
                 log.thermo(n, c, e["kinetic"])
+                _status(args.out, "running step %d of %d" % (s, target))
             if args.checkpoint_every and s % args.checkpoint_every == 0 and s < target:
                 sim.checkpoint(checkpoint)
         if last_frame != sim.step_count:
@@ -321,8 +388,8 @@ def info(args):
     a, out = f.attrs, []
     try:
         domain = "%s .. %s, periodic %s, dim %d" % (
-            np.asarray(a["domain_lo"] if kind == "pdem-frames" else _json(a["domain"])["lo"]).tolist(),
-            np.asarray(a["domain_hi"] if kind == "pdem-frames" else _json(a["domain"])["hi"]).tolist(),
+            _vec(a["domain_lo"] if kind == "pdem-frames" else _json(a["domain"])["lo"]),
+            _vec(a["domain_hi"] if kind == "pdem-frames" else _json(a["domain"])["hi"]),
             [bool(p) for p in (a["periodic"] if kind == "pdem-frames" else _json(a["domain"])["periodic"])],
             a["dim"] if kind == "pdem-frames" else _json(a["domain"])["dim"])
         if kind == "pdem checkpoint":
@@ -382,6 +449,11 @@ def info(args):
     for key, value in out:
         print("  %-15s %s" % (key + ":", value))
     return 0
+
+
+def _vec(values):
+    """[0, 0, 0.018] rather than [0.0, 0.0, 0.018000000000000002] (input round-off)."""
+    return "[%s]" % ", ".join("%.12g" % v for v in np.ravel(values))
 
 
 def _json(text):
@@ -464,6 +536,17 @@ def plot(args):
         ax.set_ylabel("force on the mesh wall")
         ax.legend(fontsize="small", ncol=2)
         save(fig, "mesh_wall_forces")
+    from pdem.io.frames import SERIES, WALL_SERIES
+    extra = [k for k in s if k not in SERIES and k not in WALL_SERIES]
+    if extra:                            # ResultFile(series_extra=...) columns
+        fig, axes = plt.subplots(len(extra), 1, sharex=True, figsize=(7, 2.5 + 2 * len(extra)),
+                                 squeeze=False)
+        for ax, name in zip(axes[:, 0], extra):
+            ax.plot(t, s[name])
+            ax.set_ylabel(name)
+        axes[-1, 0].set_xlabel("time")
+        fig.suptitle("series_extra: %s" % os.path.basename(args.file))
+        save(fig, "extra")
     for path in written:
         print("wrote %s" % path)
     return 0

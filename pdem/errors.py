@@ -8,3 +8,8 @@ class InputError(ValueError):
 class SimulationError(RuntimeError):
     """The run cannot continue (non-finite state, exploding overlap, lost particle):
     the message names the step and the particle id."""
+
+
+class TimeStepWarning(RuntimeWarning):
+    """dt is accepted (below the critical step) but too large for accurate contacts:
+    too few steps per contact duration."""

@@ -1,5 +1,6 @@
 """Particles outside a non-periodic box at a rebuild: an error on every rank, or with
-lost='remove' their removal, with one warning per rank and rebuild."""
+lost='remove' their removal, counted in sim.n_removed (all ranks; the CLI's thermo
+lines show it), with one warning at the first removal of a run."""
 import warnings
 
 import numpy as np
@@ -23,18 +24,31 @@ def handle_lost(sim, own):
     msg = None
     if out.any():
         i = int(np.flatnonzero(out)[0])
-        msg = ("step %d (t=%.6g): particle id %d at %r left the domain %s..%s"
-               % (sim.step_count, sim.time, own["id"][i], own["pos"][i].tolist(),
-                  dom.lo.tolist(), dom.hi.tolist()))
+        msg = ("step %d (t=%.6g): particle id %d at %s left the domain %s..%s"
+               % (sim.step_count, sim.time, own["id"][i], _fmt(own["pos"][i]),
+                  _fmt(dom.lo), _fmt(dom.hi)))
     if sim.lost == "error":
         sim.collective.raise_if_any(msg and msg + " (use lost='remove' to delete such "
                                     "particles)", SimulationError)
         return own, None, own["id"][:0]
-    if msg:
-        warnings.warn(msg + ": removed (%d particle(s) on rank %d this step)"
-                      % (out.sum(), sim.rank), RuntimeWarning, stacklevel=4)
+    counts = np.array([out.sum(), -own["id"][out].min() if out.any() else -np.inf], float)
+    if sim.size > 1:
+        counts = np.array([sim.collective.sum(counts[:1].copy())[0], sim.collective.max(counts[1])])
+    removed = int(counts[0])
+    if removed and not sim.n_removed:
+        # one warning per run: a hopper can lose thousands of particles
+        warnings.warn("step %d (t=%.6g): %d particle(s) left the domain %s..%s and were "
+                      "removed (lost='remove'; lowest id %d); later removals are only "
+                      "counted in Simulation.n_removed" % (
+                          sim.step_count, sim.time, removed, _fmt(dom.lo), _fmt(dom.hi),
+                          int(-counts[1])), RuntimeWarning, stacklevel=4)
+    sim.n_removed += removed
     if not out.any():
         return own, None, own["id"][:0]
     new_index = np.cumsum(~out) - 1
     new_index[out] = -1
     return {k: v[~out] for k, v in own.items()}, new_index, own["id"][out]
+
+
+def _fmt(values):
+    return "[%s]" % ", ".join("%.12g" % v for v in np.ravel(values))

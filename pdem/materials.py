@@ -192,9 +192,13 @@ class MaterialTable:
 
     def get(self, material):
         """Material from a Material, a name or an index; InputError if unknown."""
-        if isinstance(material, Material) and material.index >= 0 \
-                and self.materials[material.index] is material:
-            return material
+        if isinstance(material, Material):
+            if 0 <= material.index < len(self.materials) \
+                    and self.materials[material.index] is material:
+                return material
+            raise InputError("material %r is a Material of another simulation (defined here: "
+                             "%s); pass its name" % (material.name,
+                                                    [m.name for m in self.materials]))
         if isinstance(material, str) and material in self.by_name:
             return self.by_name[material]
         if isinstance(material, (int, np.integer)) and 0 <= material < len(self.materials):

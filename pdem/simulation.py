@@ -13,6 +13,8 @@ add_spheres with the full arrays) are made on all ranks; each rank keeps what it
 owns. Errors found on one rank are raised on all ranks (no hang).
 """
 import math
+import numbers
+import os
 import signal
 import time
 
@@ -25,6 +27,7 @@ from .collective import Collective
 from .contact import keys
 from .contact.flags import APPROX, NO_RATCH
 from .contact.kinds import KINDS, Build, owned_index
+from .contact.mesh import Mesh
 from .contact.mesh_walls import DEFAULT_CUTOFF_DEGREES, MeshWalls
 from .contact.walls import Planes, Segments
 from .domain import Domain
@@ -40,6 +43,12 @@ from .signals import CheckpointExit, SignalCheckpoint  # noqa: F401 (part of the
 from .threads import thread_count
 
 PHASES = diagnostics.PHASES
+
+
+def fmt(values):
+    """A vector for messages, with 12 significant digits: 0.018 rather than
+    0.018000000000000002 (round-off of the input's arithmetic)."""
+    return "[%s]" % ", ".join("%.12g" % v for v in np.ravel(values))
 
 
 class Simulation:
@@ -64,9 +73,9 @@ class Simulation:
                  dims=None, balance=1.2, check_ids=False, scheme=None):
         if not isinstance(domain, Domain):
             raise InputError("domain must be a pdem.Domain, got %r" % (domain,))
-        if not isinstance(dt, (int, float)):
+        if isinstance(dt, bool) or not isinstance(dt, numbers.Real):
             raise InputError("dt must be a positive finite number, got %r" % (dt,))
-        validate.positive("dt", dt)
+        dt = validate.positive("dt", dt)        # numpy scalars too (np.float32 -> float)
         g = validate.vector("gravity", gravity)
         if balance is not None and not (isinstance(balance, (int, float)) and balance > 1.0):
             raise InputError("balance must be a threshold > 1 (max/mean particles per rank) "
@@ -93,6 +102,7 @@ class Simulation:
         self.check_ids = check_ids
         self.n_balances = 0
         self.n_migrated = 0                      # particles this rank sent to others
+        self.n_removed = 0                       # particles removed by lost='remove' (all ranks)
         self._ids = np.empty(0, np.int64)        # all live ids (kept for check_ids)
         self.skin = skin
         self.threads = thread_count(threads)
@@ -112,6 +122,10 @@ class Simulation:
         self.signals = SignalCheckpoint()
         self.time = 0.0
         self.step_count = 0
+        # time = t0 + (step - step0) dt (no round-off accumulates; re-based when dt or
+        # time are set from outside, e.g. by a restart)
+        self._clock = (0.0, 0, self.dt, 0.0)          # t0, step0, dt, last time set
+        self._scene_step = None       # the first step after the last change of the scene
         self.timers = dict.fromkeys(PHASES, 0.0)
         self.n_rebuilds = 0
         self.next_id = 0              # the id of the next particle added
@@ -122,13 +136,17 @@ class Simulation:
 
     # ---------------------------------------------------------------- scene set-up
     def material(self, name, density, **params):
-        """Define a material (see pdem.materials for the laws and their parameters)."""
+        """Define a material (docs/laws.md: the laws, their parameters and defaults).
+        Collective: call on every rank with the same arguments."""
+        self.collective.same("material %r" % (name,), name=name, density=density, params=params)
         m = self.materials.add(name, density, **params)
         self._checked_dt = False
         return m
 
     def pair(self, material1, material2, **params):
-        """Override mixed parameters of a material pair (friction=..., restitution=..., law=...)."""
+        """Override mixed parameters of a material pair (friction=..., restitution=..., law=...).
+        Collective."""
+        self.collective.same("pair", material1=material1, material2=material2, params=params)
         self.materials.set_pair(material1, material2, **params)
         self._checked_dt = False
 
@@ -136,11 +154,22 @@ class Simulation:
                     masses=None):
         """Add spheres (disks in 2D); returns their global ids (int64 array). masses:
         per particle, instead of density x volume (e.g. spheres in one layer of a 2D
-        run); the inertia is then 0.4 m r^2 (3D) or 0.5 m r^2 (2D) of that mass."""
+        run); the inertia is then 0.4 m r^2 (3D) or 0.5 m r^2 (2D) of that mass.
+        Collective: every rank passes the same full arrays (checked by a checksum)."""
+        self.collective.same("add_spheres", positions=positions, radii=radii, material=material,
+                             velocities=velocities, angular_velocities=angular_velocities,
+                             masses=masses)
         dim = self.domain.dim
         pos = validate.vectors("positions", positions, 3, also=dim)
         n = len(pos)
         r = validate.scalars("radii", radii, n)
+        length = self.domain.length[:dim]
+        big = np.flatnonzero(2.0 * r > length.min())
+        if len(big):
+            i = int(big[0])
+            raise InputError("radii[%d] = %r: the sphere (diameter %.6g) is larger than the "
+                             "domain (length %.6g along axis %d)"
+                             % (i, float(r[i]), 2 * r[i], length.min(), int(np.argmin(length))))
         if masses is not None:
             masses = validate.scalars("masses", masses, n)
         if self.next_id + n > keys.MAX_ID + 1:
@@ -154,8 +183,8 @@ class Simulation:
         outside = np.flatnonzero(np.any((pos < lo) | (pos >= hi), axis=1))
         if len(outside):
             i = int(outside[0])
-            raise InputError("positions[%d] = %r is outside the domain %s..%s"
-                             % (i, pos[i].tolist(), lo.tolist(), hi.tolist()))
+            raise InputError("positions[%d] = %s is outside the domain %s..%s"
+                             % (i, fmt(pos[i]), fmt(lo), fmt(hi)))
         new = empty_fields(n)
         new["id"][:] = np.arange(self.next_id, self.next_id + n, dtype=np.int64)
         new["pos"][:] = pos
@@ -166,6 +195,19 @@ class Simulation:
             if dim == 2 and w.ndim <= 1 and w.size == n:
                 w = np.column_stack([np.zeros(n), np.zeros(n), w.reshape(-1)])
             new["angvel"][:] = validate.vectors("angular_velocities", w, 3, n)
+        _, first, count = np.unique(pos, axis=0, return_index=True, return_counts=True)
+        if np.any(count > 1):
+            i = int(first[np.flatnonzero(count > 1)[0]])
+            j = int(np.flatnonzero(np.all(pos == pos[i], axis=1))[1])
+            raise InputError("positions[%d] = positions[%d] = %s: two particles at the same "
+                             "position (their contact normal is undefined)" % (i, j, fmt(pos[i])))
+        for k in range(len(self.planes) if self._refuse_behind else 0):
+            d = (pos - self.planes.point[k]) @ self.planes.normal[k]
+            if np.any(d < 0.0):
+                i = int(np.flatnonzero(d < 0.0)[0])
+                raise InputError("positions[%d] = %s is behind plane %d (centre %.3g on its back "
+                                 "side; particles live on the side the normal %s points to)"
+                                 % (i, fmt(pos[i]), k, -d[i], fmt(self.planes.normal[k])))
         new["orient"][:, 0] = 1.0
         new["radius"][:] = r
         if dim == 3:
@@ -184,16 +226,45 @@ class Simulation:
             self._ids = np.concatenate([self._ids, new["id"]])
         mine = np.flatnonzero(self.dec.owner(pos) == self.rank)
         self.store.append_owned({k: v[mine] for k, v in new.items()})
-        self._dirty = True
+        self._scene_changed()
         self._checked_dt = False
         return new["id"].copy()
 
+    @property
+    def _refuse_behind(self):
+        """A centre behind a plane is an overlap above the radius: refused at set-up
+        when it would stop the explicit scheme at step 1 (NSCD grains may sit there)."""
+        return bool(self.scheme.stiffness) and self.max_overlap < 1.0
+
+    def _scene_changed(self):
+        self._dirty = True
+        self._scene_step = self.step_count + 1
+
+    @property
+    def fresh_scene(self):
+        """True during the first step after particles or walls were added (an overlap
+        found then was in the set-up, not made by the time step)."""
+        return self.step_count == self._scene_step
+
     def add_plane(self, point, normal, material, velocity=None):
         """Add an infinite plane wall; particles live on the side `normal` points to.
-        Returns the plane index."""
+        Returns the plane index. Collective."""
+        self.collective.same("add_plane", point=point, normal=normal, material=material,
+                             velocity=velocity)
         m = self.materials.get(material)
         idx = self.planes.add(point, normal, m.index, velocity)
-        self._dirty = True
+        n, st = self.store.n_own, self.store
+        d = (st.pos[:n] - self.planes.point[idx]) @ self.planes.normal[idx]
+        behind = np.flatnonzero(d < 0.0)
+        problem = None if len(behind) == 0 or not self._refuse_behind else (
+            "add_plane: particle id %d at %s is behind the new plane %d (centre %.3g on its "
+            "back side; particles live on the side the normal %s points to)"
+            % (st.id[behind[0]], fmt(st.pos[behind[0]]), idx, -d[behind[0]],
+               fmt(self.planes.normal[idx])))
+        if self.collective.max(float(problem is not None)):
+            self.planes.remove_last()
+            self.collective.raise_if_any(problem, InputError)
+        self._scene_changed()
         return idx
 
     def add_segments(self, x0, x1, material, end_points=True):
@@ -202,7 +273,9 @@ class Simulation:
         from its centre lies within it. end_points: add seed 003's zero-radius
         boundary disks at their ends (add_points), once per distinct point; a point
         acts only on particles outside the span of every segment ending at it (a
-        joint of segments is no bump). Returns the segment indices."""
+        joint of segments is no bump). Returns the segment indices. Collective."""
+        self.collective.same("add_segments", x0=x0, x1=x1, material=material,
+                             end_points=end_points)
         x0, m = self._wall_points("add_segments", "x0", x0, material)
         x1, _ = self._wall_points("add_segments", "x1", x1, material, len(x0))
         zero = np.flatnonzero(np.all(x1 == x0, axis=1))
@@ -213,16 +286,18 @@ class Simulation:
         idx = self.segments.add(x0, x1, m.index)
         if end_points:                  # numbered as GrainProblem's: x0[0], x1[0], x0[1], ...
             self.add_points(np.stack([x0, x1], axis=1).reshape(-1, 3), m)
-        self._dirty = True
+        self._scene_changed()
         return idx
 
     def add_points(self, points, material):
         """Add fixed zero-radius boundary points (seed 003's boundary disks); points
-        already there are not repeated. Returns the indices of the points given."""
+        already there are not repeated. Returns the indices of the points given.
+        Collective."""
+        self.collective.same("add_points", points=points, material=material)
         pts, m = self._wall_points("add_points", "points", points, material)
         new = self.points.new_points(pts)
         self.points.add(new, new, m.index)
-        self._dirty = True
+        self._scene_changed()
         where = {tuple(p): k for k, p in enumerate(self.points.a.tolist())}
         return np.array([where[tuple(p)] for p in pts.tolist()], np.int64)
 
@@ -247,11 +322,24 @@ class Simulation:
         proximity contacts at concave edges. Motion: rigid (velocity, angular_velocity
         about reference_point, default the vertex centroid) or deformable
         (vertex_velocities, one per mesh vertex); change it later through
-        sim.mesh_walls[i].motion.set_velocity(...). Collective: call on every rank."""
+        sim.mesh_walls[i].motion.set_velocity(...). Collective: call on every rank. A
+        fixed wall entirely outside the domain is refused."""
+        self.collective.same("add_mesh_wall", mesh=mesh, material=material, mode=mode,
+                             cutoff_angle=cutoff_angle, velocity=velocity,
+                             angular_velocity=angular_velocity, reference_point=reference_point,
+                             vertex_velocities=vertex_velocities, name=name)
         m = self.materials.get(material)
+        if not isinstance(mesh, Mesh):
+            mesh = Mesh.read(mesh)
+        if velocity is None and angular_velocity is None and vertex_velocities is None:
+            lo, hi = mesh.vertices.min(axis=0), mesh.vertices.max(axis=0)
+            if np.any(hi < self.domain.lo) or np.any(lo > self.domain.hi):
+                raise InputError("add_mesh_wall %r: the mesh (box %s..%s) lies entirely outside "
+                                 "the domain %s..%s" % (name or mesh.name, fmt(lo), fmt(hi),
+                                                        fmt(self.domain.lo), fmt(self.domain.hi)))
         idx = self.mesh_walls.add(mesh, m.index, mode, cutoff_angle, velocity, angular_velocity,
                                   reference_point, vertex_velocities, name)
-        self._dirty = True
+        self._scene_changed()
         self._checked_dt = False
         return idx
 
@@ -364,21 +452,37 @@ class Simulation:
         order = np.argsort(got["id"])
         return got["id"][order], got["pos"][order]
 
-    def _local_index(self, ids):
+    def _local_index(self, ids, with_found=False):
         """Local indices of the particles of `ids` this rank owns; an id owned by no
-        rank is an InputError on every rank (collective)."""
-        ids = np.atleast_1d(np.asarray(ids, dtype=np.int64))
-        idx = owned_index(ids, self.store.id[:self.store.n_own])
+        rank is an InputError on every rank (collective). with_found: also the mask of
+        the ids this rank owns."""
+        try:
+            ids = np.atleast_1d(np.asarray(ids, dtype=np.int64))
+        except (TypeError, ValueError):
+            raise InputError("ids must be particle ids (integers), got %r" % (ids,)) from None
+        idx = owned_index(ids.reshape(-1), self.store.id[:self.store.n_own])
         found = idx >= 0
         count = self.collective.sum(found.astype(np.int32))
         if np.any(count == 0):
             raise InputError("unknown particle id %d" % ids[np.flatnonzero(count == 0)[0]])
-        return idx[found]
+        return (idx[found], found) if with_found else idx[found]
+
+    @staticmethod
+    def _per_id(name, value, n, width):
+        """(n, 3) rows from one vector or one per id, `width` components (2 in 2D)."""
+        v = validate.vectors("set_velocity: " + name, value, 3, None, also=width)
+        if len(v) == 1:
+            v = np.repeat(v, n, axis=0)
+        if len(v) != n:
+            raise InputError("set_velocity: %s must be one vector or one per id (%d), got %d"
+                             % (name, n, len(v)))
+        return v
 
     def block(self, ids, dofs="xyz"):
         """Block degrees of freedom: one name ('x', 'y', 'z', 'rx', 'ry', 'rz'), a string
         of translations like 'xyz', or a list of names. Their velocity is no longer
-        changed by forces (prescribed velocity)."""
+        changed by forces (prescribed velocity). Collective."""
+        self.collective.same("block", ids=ids, dofs=dofs)
         if isinstance(dofs, str):
             names = [dofs] if dofs in DOF_BITS else list(dofs)
         else:
@@ -391,21 +495,29 @@ class Simulation:
         self.store.blocked[idx] |= mask
 
     def set_velocity(self, ids, velocity=None, angular_velocity=None, block=False):
-        """Set (and with block=True prescribe) velocities of particles."""
-        idx = self._local_index(ids)
+        """Set (and with block=True prescribe) velocities of particles: velocity and
+        angular_velocity are one 3-vector for all or one per id (velocity: 2 components
+        in 2D; angular_velocity of disks: a number, or one per id). Collective."""
+        self.collective.same("set_velocity", ids=ids, velocity=velocity,
+                             angular_velocity=angular_velocity, block=block)
+        n_ids = np.atleast_1d(np.asarray(ids)).size
+        dim = self.domain.dim
         if velocity is not None:
-            v = np.broadcast_to(np.asarray(velocity, dtype=float), (len(idx), 3))
-            if not np.all(np.isfinite(v)):
-                raise InputError("set_velocity: velocity must be finite, got %r" % (velocity,))
-            self.store.vel[idx] = v
+            velocity = self._per_id("velocity", velocity, n_ids, dim)
+        if angular_velocity is not None:
+            w = np.asarray(angular_velocity, dtype=object if isinstance(angular_velocity, str)
+                           else None)
+            if dim == 2 and w.dtype != object and w.ndim <= 1 and w.size in (1, n_ids) and \
+                    w.size != 3:             # 2D: the spin of each disk (3 numbers: a vector)
+                w = np.column_stack([np.zeros((w.size, 2)), w.reshape(-1, 1).astype(float)])
+            angular_velocity = self._per_id("angular_velocity", w, n_ids, 3)
+        idx, found = self._local_index(ids, with_found=True)
+        if velocity is not None:
+            self.store.vel[idx] = velocity[found]
             if block:
                 self.store.blocked[idx] |= 7
         if angular_velocity is not None:
-            w = np.broadcast_to(np.asarray(angular_velocity, dtype=float), (len(idx), 3))
-            if not np.all(np.isfinite(w)):
-                raise InputError("set_velocity: angular_velocity must be finite, got %r"
-                                 % (angular_velocity,))
-            self.store.angvel[idx] = w
+            self.store.angvel[idx] = angular_velocity[found]
             if block:
                 self.store.blocked[idx] |= 56
 
@@ -429,8 +541,7 @@ class Simulation:
         self.planes.move(self.dt)
         self.mesh_walls.move(self.dt)
         moved2 = max(moved2, self.mesh_walls.moved2())    # the same on every rank
-        self.time += self.dt
-        self.step_count += 1
+        self._tick_clock()
         t1 = time.perf_counter()
         self.timers["integrate"] += t1 - clock
         if not self._dirty and self.size > 1:   # every rank rebuilds on the same steps
@@ -450,6 +561,11 @@ class Simulation:
                        "velocity %r (force %r)" % (
                            self.step_count, self.time, st.id[bad], st.vel[bad].tolist(),
                            st.angvel[bad].tolist(), st.force[bad].tolist()))
+            twin = self._coincident(bad)
+            if twin is not None:
+                problem += ("; particles %d and %d are at the same position %s (coincident "
+                            "centres: the contact normal is undefined)"
+                            % (min(st.id[bad], twin), max(st.id[bad], twin), fmt(st.pos[bad])))
         # one Allreduce tells every rank alike whether any rank found a problem or
         # received a signal
         failed, signum = self.collective.max(np.array([problem is not None,
@@ -462,6 +578,31 @@ class Simulation:
         if signum:
             self.signals.checkpoint_and_exit(self, int(signum))
 
+    def _tick_clock(self):
+        """step_count += 1 and time = t0 + (step - step0) dt: exact multiples of dt, no
+        accumulated round-off; (t0, step0) re-based when dt or time were set from
+        outside (a restart, a change of dt)."""
+        t0, step0, dt, last = self._clock
+        if self.dt != dt or self.time != last:
+            t0, step0, dt = self.time, self.step_count, self.dt
+        self.step_count += 1
+        self.time = t0 + (self.step_count - step0) * dt
+        self._clock = (t0, step0, dt, self.time)
+
+    @property
+    def clock_origin(self):
+        """(t0, step0): time = t0 + (step - step0) dt (checkpoints keep it)."""
+        t0, step0, dt, last = self._clock
+        if self.dt != dt or self.time != last:
+            return self.time, self.step_count
+        return t0, step0
+
+    def set_clock(self, time, step, origin=None):
+        """Set the time and step (a restart); origin: the (t0, step0) of the run."""
+        self.time, self.step_count = float(time), int(step)
+        t0, step0 = origin if origin is not None else (self.time, self.step_count)
+        self._clock = (float(t0), int(step0), self.dt, self.time)
+
     def sum_forces(self, skip_in_pass=False):
         """Force and torque of every owned particle: the sum of its contact rows, kind
         by kind in a fixed order (the same bits on any rank and thread count).
@@ -471,6 +612,14 @@ class Simulation:
         for kind in self.interactions.values():
             if not (skip_in_pass and kind.in_pass):
                 kind.add_forces(f, t, self.lever_flags, self.threads)
+
+    def _coincident(self, i):
+        """Id of another particle (owned or ghost) whose centre coincides with local
+        particle i's (within 1e-9 of its radius), or None."""
+        st = self.store
+        d = np.linalg.norm(st.pos[:st.n] - st.pos[i], axis=1)
+        near = np.flatnonzero((d <= 1e-9 * st.radius[i]) & (st.id[:st.n] != st.id[i]))
+        return int(st.id[near[0]]) if len(near) else None
 
     # ---------------------------------------------------------------- neighbors
     def _rebuild(self, restore=False, reach=0.0):

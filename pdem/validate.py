@@ -88,7 +88,7 @@ def steps_to_run(steps, until, now, dt):
 
 def scalars(name, value, n, allow_zero=False):
     """(n,) float array from a number or n numbers, each finite and > 0 (>= 0)."""
-    a = _array(name, value, "a number or %d numbers" % n)
+    a = _array(name, value, "a number or an array of %d numbers (one per particle)" % n)
     if a.ndim == 0:
         a = np.full(n, float(a))
     elif a.ndim > 1:

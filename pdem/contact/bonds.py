@@ -213,6 +213,7 @@ class BondContacts(TwoBodyRows):
         (the cutoff covers the longest bond: it cannot happen unless a bond stretched by
         more than the skin between two rebuilds)."""
         if not self.any:
+            self._gather = None
             return
         sim, st, old = self.sim, self.sim.store, self.batch
         keep = np.flatnonzero(old.active)
@@ -269,7 +270,8 @@ class BondContacts(TwoBodyRows):
             self.broken = {c: np.concatenate([self.broken[c], log[c]]) for c in log}
 
     def add_forces(self, f, t, flags, threads):
-        super().add_forces(f, t, flags, threads, accumulate=True)
+        if len(self.batch):
+            super().add_forces(f, t, flags, threads, accumulate=True)
 
     def reach(self):
         """Longest intact bond on this rank (the ghost cutoff must cover it)."""

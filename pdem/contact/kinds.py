@@ -58,10 +58,22 @@ def owned_index(wanted, ids):
     return np.where(ids[at] == wanted, at, -1).astype(np.int32)
 
 
-def overlap_message(sim, ratio, who):
-    return ("step %d (t=%.6g): overlap of %s is %.3g of the smaller radius (limit "
-            "max_overlap=%g): time step too large or stiffness too low"
-            % (sim.step_count, sim.time, who, ratio, sim.max_overlap))
+def overlap_message(sim, ratio, who, radius=None, behind=None):
+    """The message of an overlap deeper than max_overlap x the smaller radius: in the
+    first step after particles or walls were added, an overlap of the set-up; later,
+    a time step too large or a stiffness too low. behind: how far the particle's
+    centre is behind a plane (the wrong side)."""
+    depth = "" if radius is None else " (%.3g)" % (ratio * radius)
+    text = ("step %d (t=%.6g): overlap of %s is %.3g of the smaller radius%s (limit "
+            "max_overlap=%g)" % (sim.step_count, sim.time, who, ratio, depth, sim.max_overlap))
+    if behind is not None and behind > 0:
+        return text + (": the particle's centre is %.3g behind the plane (particles live on "
+                       "the side its normal points to)" % behind)
+    if sim.fresh_scene:
+        return text + (" at the first step after the scene was set up: the particles overlap "
+                       "in the set-up (positions and radii given to add_spheres, or a wall "
+                       "added over particles)")
+    return text + ": time step too large or stiffness too low"
 
 
 NO_ROWS = (np.zeros(0, np.int32), np.zeros(0, np.int8), np.zeros((0, NCOLS)))
@@ -225,8 +237,9 @@ class PairContacts(TwoBodyRows):
                                     sim.dt, sim.flags, b.active, b.state, sim.threads, *sums,
                                     periodic=any(sim.domain.periodic))
         if k >= 0 and not (ratio <= sim.max_overlap):
-            return overlap_message(sim, ratio, "particles %d and %d"
-                                   % (st.id[b.i1[k]], st.id[b.i2[k]]))
+            i, j = st.id[b.i1[k]], st.id[b.i2[k]]
+            return overlap_message(sim, ratio, "particles %d and %d" % (min(i, j), max(i, j)),
+                                   min(st.radius[b.i1[k]], st.radius[b.i2[k]]))
         return None
 
     def public(self):
@@ -271,8 +284,10 @@ class PlaneContacts(WallContacts):
                                    nmat, sim.dt, sim.flags, b.active, b.state, sim.threads,
                                    *sums)
         if k >= 0 and not (ratio <= sim.max_overlap):
-            return overlap_message(sim, ratio, "particle %d and plane %d"
-                                   % (st.id[b.i1[k]], b.i2[k]))
+            p, w = b.i1[k], b.i2[k]
+            behind = -float((st.pos[p] - pl.point[w]) @ pl.normal[w])
+            return overlap_message(sim, ratio, "particle %d and plane %d" % (st.id[p], w),
+                                   st.radius[p], behind)
         return None
 
 
@@ -360,11 +375,9 @@ class FacetContacts(WallContacts):
                     "large" % (sim.step_count, st.id[fr.i1[crowded]], end - crowded,
                                mw.facet_wall[fr.i2[crowded]], fk.MAX_FACETS_PER_BALL))
         if k >= 0 and not (ratio <= sim.max_overlap):
-            return ("step %d (t=%.6g): overlap of particle %d and mesh wall %d (facet %d) is "
-                    "%.3g of its radius (limit max_overlap=%g): time step too large or "
-                    "stiffness too low" % (sim.step_count, sim.time, st.id[fr.i1[k]],
-                                           mw.facet_wall[fr.i2[k]], fr.i2[k], ratio,
-                                           sim.max_overlap))
+            return overlap_message(sim, ratio, "particle %d and mesh wall %d (facet %d)"
+                                   % (st.id[fr.i1[k]], mw.facet_wall[fr.i2[k]], fr.i2[k]),
+                                   st.radius[fr.i1[k]])
         return None
 
     def loads(self):

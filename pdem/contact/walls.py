@@ -33,6 +33,11 @@ class Planes:
         self.material = np.append(self.material, np.int32(material_index))
         return len(self) - 1
 
+    def remove_last(self):
+        """Undo the last add (a refused plane)."""
+        self.point, self.normal, self.vel = self.point[:-1], self.normal[:-1], self.vel[:-1]
+        self.material = self.material[:-1]
+
     def move(self, dt):
         """Rigid translation of every plane over one step (t -> t + dt)."""
         if len(self):

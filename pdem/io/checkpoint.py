@@ -4,7 +4,7 @@ One HDF5 file written collectively (h5py `mpio` driver) to `<path>.tmp` and rena
 to `<path>` by rank 0 only once every rank has closed it, so a crash or a full disk
 never destroys the previous good checkpoint.
 
-Layout (version 5): root attributes hold the scalars (step, time, dt, skin, flags,
+Layout (version 5): root attributes hold the scalars (step, time, clock_t0, clock_step0, dt, skin, flags,
 next id, options) and JSON of the domain, materials, pair overrides, time-stepping
 scheme ({"name", "options"}: pdem.scheme.from_description) and bonds (bond materials,
 the longest bond); `bonds_broken/<field>` the record of broken bonds;
@@ -78,6 +78,7 @@ def write(sim, path):
         a = f.attrs
         a["format"], a["version"] = "pdem checkpoint", VERSION
         a["step"], a["time"], a["dt"] = sim.step_count, sim.time, sim.dt
+        a["clock_t0"], a["clock_step0"] = sim.clock_origin   # time = t0 + (step - step0) dt
         a["next_id"], a["n_rebuilds"] = sim.next_id, sim.n_rebuilds
         a["gravity"] = sim.gravity
         a["dirty"] = sim.needs_rebuild
@@ -199,7 +200,8 @@ def read(path, simulation, comm=None, threads=None, dims=None):
         sim.interactions["bond"].restore(a["bonds"], {
             k: f["bonds_broken/" + k][...] if comm.rank == 0 else f["bonds_broken/" + k][:0]
             for k in BROKEN_FIELDS})
-        sim.step_count, sim.time = int(a["step"]), float(a["time"])
+        sim.set_clock(float(a["time"]), int(a["step"]),
+                      (float(a["clock_t0"]), int(a["clock_step0"])) if "clock_t0" in a else None)
         sim.next_id, sim.n_rebuilds = int(a["next_id"]), int(a["n_rebuilds"])
         # particles: each rank keeps those in its subdomain
         own = {k: [] for k in list(FIELDS) + ["build_pos"]}

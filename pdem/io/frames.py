@@ -21,7 +21,7 @@ from mpi4py import MPI
 from .. import validate
 from ..contact.kinds import KINDS
 from ..errors import InputError
-from .xdmf import XdmfIndex
+from .xdmf import XdmfIndex, describe
 
 # field -> physical dimension (pdem works in any consistent unit system, e.g. SI)
 PARTICLE_FIELDS = {"id": "1", "position": "L", "velocity": "L/T", "angular_velocity": "1/T",
@@ -51,6 +51,31 @@ def kind_codes(kind):
     for i, name in enumerate(KIND_NAMES):
         code[kind == name] = i
     return code
+
+
+def contact_ends(sim, c):
+    """(2C, 3): the two ends of each contact's force-chain line, rows 2k and 2k + 1:
+    the centres of id1 and id2 from the contact point, normal and overlap (x = point
+    -+ (r - overlap / 2) normal); a wall contact starts at its contact point. The
+    radii come from this rank's particles (owned and ghosts: the contacts it owns)."""
+    st = sim.store
+    n = len(c["id1"])
+    if n == 0:
+        return np.zeros((0, 3))
+    ids, radius = st.id[:st.n], st.radius[:st.n]
+    order = np.argsort(ids, kind="stable")
+
+    def radius_of(wanted):
+        at = order[np.minimum(np.searchsorted(ids, wanted, sorter=order), len(ids) - 1)]
+        return np.where(ids[at] == wanted, radius[at], 0.0)
+
+    half = 0.5 * c["overlap"]
+    r1 = np.where(c["id1"] >= 0, radius_of(c["id1"]) - half, 0.0)
+    r2 = radius_of(c["id2"]) - half
+    ends = np.empty((n, 2, 3))
+    ends[:, 0] = c["point"] - r1[:, None] * c["normal"]
+    ends[:, 1] = c["point"] + r2[:, None] * c["normal"]
+    return ends.reshape(-1, 3)
 
 
 def _choose(what, given, allowed, default):
@@ -124,11 +149,14 @@ class ResultFile:
     series_extra: {name: function(sim) -> float}, further scalars of the series
     (called on every rank at each row, collective calls allowed; e.g. the mass
     discharged from a hopper). The XDMF index is written beside the file as <path without .h5>.xdmf.
+    joined: (xdmf path, [earlier result files]): a second XDMF index holding the frames
+    of the earlier files (the segments of a restarted run; frames after this file's
+    first step left out) followed by this file's (pdem run writes results-all.xdmf).
     """
 
     def __init__(self, path, sim, fields=None, contacts=False, float32_positions=False,
                  every=None, series_every=None, collective=True, series_buffer=64,
-                 series_extra=None):
+                 series_extra=None, joined=None):
         self.fields = _choose("fields", fields, list(PARTICLE_FIELDS), DEFAULT_FIELDS)
         if "id" not in self.fields:
             self.fields = ("id",) + self.fields
@@ -148,18 +176,33 @@ class ResultFile:
         self.xdmf_path = os.path.splitext(self.path)[0] + ".xdmf"
         self.frames = []                 # light description of each frame
         self.xdmf = XdmfIndex(self.xdmf_path, self.path) if self.comm.rank == 0 else None
+        self.joined = None
+        if joined is not None and self.comm.rank == 0:
+            self.joined = XdmfIndex(os.fspath(joined[0]), self.path)
+            self._join(joined[1], sim.step_count)
         self.n_series = 0                # rows of the series in the file
         self._pending = []               # rows not written yet: (scalars, wall arrays)
         self._walls = None               # rows of each wall array of the series
         clock = time.perf_counter()
-        if h5py.get_config().mpi:
-            self.h5 = h5py.File(self.path, "w", driver="mpio", comm=self.comm)
-            self._dxpl = collective_transfer(collective)
-        elif self.comm.size == 1:
-            self.h5, self._dxpl = h5py.File(self.path, "w"), None
-        else:
+        folder = os.path.dirname(os.path.abspath(self.path))
+        problem = None
+        if self.comm.rank == 0 and not os.path.isdir(folder):
+            problem = "ResultFile: the folder %s of %s does not exist" % (folder, self.path)
+        elif self.comm.rank == 0 and not os.access(folder, os.W_OK):
+            problem = "ResultFile: the folder %s of %s is not writable" % (folder, self.path)
+        sim.collective.raise_if_any(problem, InputError)
+        if not (h5py.get_config().mpi or self.comm.size == 1):
             raise InputError("ResultFile on %d ranks needs h5py built with MPI (parallel HDF5)"
                              % self.comm.size)
+        try:
+            if h5py.get_config().mpi:
+                self.h5 = h5py.File(self.path, "w", driver="mpio", comm=self.comm)
+                self._dxpl = collective_transfer(collective)
+            else:
+                self.h5, self._dxpl = h5py.File(self.path, "w"), None
+        except OSError as exc:
+            raise InputError("ResultFile: cannot create %s: %s"
+                             % (self.path, str(exc).replace("\n", " "))) from None
         a = self.h5.attrs
         a["format"], a["format_version"] = FORMAT
         a["dim"] = sim.domain.dim
@@ -169,6 +212,23 @@ class ResultFile:
         a["n_ranks"] = self.comm.size
         self.h5.create_group("frames")
         self._tick(clock)
+
+    def _join(self, earlier, start):
+        """Frames of the earlier segments (rank 0): each up to the next one's start."""
+        parts = []
+        for path in earlier:
+            try:
+                frames = describe(path, start)
+            except (OSError, KeyError, ValueError):        # a damaged segment: left out
+                continue
+            if frames:
+                parts.append((frames[0]["step"], path, frames))
+        parts.sort(key=lambda part: part[0])
+        for k, (_, path, frames) in enumerate(parts):
+            end = parts[k + 1][0] if k + 1 < len(parts) else start
+            for frame in frames:
+                if frame["step"] < end or (k + 1 == len(parts) and frame["step"] <= end):
+                    self.joined.add(frame, path)
 
     # ------------------------------------------------------------------ writing
     def _check_open(self, what):
@@ -207,7 +267,7 @@ class ResultFile:
         g.attrs["step"], g.attrs["time"] = sim.step_count, sim.time
         g.attrs["n_particles"] = np_
         desc = {"name": name, "time": sim.time, "step": sim.step_count, "n_particles": np_,
-                "particles": {}}
+                "particles": {}, "cells": True}
         pg = g.create_group("particles")
         for f in self.fields:
             rows = p[f].astype(np.float32) if (f == "position" and self.float32) else p[f]
@@ -224,6 +284,19 @@ class ResultFile:
                 if f == "kind":
                     d.attrs["names"] = KIND_NAMES
                 desc["contacts"][f] = (d.shape, d.dtype)
+        # what ParaView needs to draw them (docs/output.md): one vertex cell per
+        # particle, each contact a line between the particle centres (force chains)
+        xg = g.create_group("xdmf")
+        self._rows(xg, "vertex", np.arange(p0, p0 + len(p["id"]), dtype=np.int32), p0, np_, "1")
+        if self.contact_fields:
+            ends = contact_ends(sim, c)
+            ends = ends.astype(np.float32) if self.float32 else ends
+            self._rows(xg, "contact_ends", ends, 2 * c0, 2 * nc, "L")
+            lines = np.arange(2 * c0, 2 * (c0 + len(c["id1"])), dtype=np.int32).reshape(-1, 2)
+            self._rows(xg, "contact_lines", lines, c0, nc, "1")
+            self._rows(xg, "force_magnitude", np.linalg.norm(c["force"], axis=1), c0, nc,
+                       "M L/T^2")
+            desc["contact_ends_dtype"] = ends.dtype
         planes, root = sim.planes, self.comm.rank == 0
         wg = g.create_group("walls")
         for f, rows, unit in (("point", planes.point, "L"), ("normal", planes.normal, "1"),
@@ -260,6 +333,9 @@ class ResultFile:
         if root:
             self.xdmf.add(desc)
             self.xdmf.write()
+            if self.joined is not None:
+                self.joined.add(desc)
+                self.joined.write()
         self._tick(clock)
         return name
 

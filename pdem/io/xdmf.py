@@ -2,12 +2,19 @@
 particles directly as a time series.
 
 The .xdmf is light data only: one temporal collection of grids, one grid per
-frame, Polyvertex topology (one vertex cell per particle, implicit connectivity),
+frame, Polyvertex topology (one vertex cell per particle, its connectivity read
+from frames/<f>/xdmf/vertex, so that ParaView's default Surface view shows them),
 Geometry XYZ read from the frame's position dataset, and every other dataset of
 the frame as a node attribute (Scalar, Vector, or Matrix for 4-component
 orientations). Data items point into the .h5 file by a path relative to the
 .xdmf, so the two files can be moved together. When contacts are written, a
-second temporal collection holds them as points at the contact points.
+second temporal collection holds them as force-chain lines (Polyline cells of two
+nodes: the centres of the two particles, or the contact point and the particle's
+centre for a wall contact) with every contact field and the force magnitude as
+cell attributes. A grid with no particles or contacts refers to no dataset (empty
+HDF5 datasets upset the legacy reader): no cells, one dummy node.
+Frames of several result files (the segments of a restarted run) can be joined in
+one index (XdmfIndex.add(frame, h5_path), describe(h5_path)).
 
 The whole file is rewritten (atomically: temporary file then rename) after every
 frame, so it is valid even if the run stops; each frame's grids are rendered once.
@@ -31,22 +38,61 @@ def _data_item(parent, h5name, path, shape, dtype):
     return item
 
 
-def _grid(collection, name, time, h5name, group, n, datasets, geometry):
-    """One Uniform grid of n points; datasets: {name: (shape, dtype)} under group."""
-    grid = ET.SubElement(collection, "Grid", Name=name, GridType="Uniform")
-    ET.SubElement(grid, "Time", Value=repr(float(time)))
-    ET.SubElement(grid, "Topology", TopologyType="Polyvertex", NumberOfElements=str(n),
-                  NodesPerElement="1")
+def _empty_grid(grid, topology):
+    """No cells and one dummy node: valid for every XDMF reader (no empty dataset)."""
+    ET.SubElement(grid, "Topology", TopologyType=topology, NumberOfElements="0",
+                  NodesPerElement="1" if topology == "Polyvertex" else "2")
     geo = ET.SubElement(grid, "Geometry", GeometryType="XYZ")
-    shape, dtype = datasets[geometry]
-    _data_item(geo, h5name, "%s/%s" % (group, geometry), shape, dtype)
+    item = ET.SubElement(geo, "DataItem", Dimensions="1 3", NumberType="Float", Precision="8",
+                         Format="XML")
+    item.text = "0 0 0"
+
+
+def _attributes(grid, h5name, group, datasets, skip, center):
     for field, (shape, dtype) in datasets.items():
-        if field == geometry:
+        if field in skip:
             continue
         ncomp = shape[1] if len(shape) > 1 else 1
         kind = {1: "Scalar", 3: "Vector"}.get(ncomp, "Matrix")
-        att = ET.SubElement(grid, "Attribute", Name=field, AttributeType=kind, Center="Node")
+        att = ET.SubElement(grid, "Attribute", Name=field, AttributeType=kind, Center=center)
         _data_item(att, h5name, "%s/%s" % (group, field), shape, dtype)
+
+
+def _grid(collection, name, time, h5name, group, n, datasets, geometry, cells=None):
+    """One Uniform grid of n points; datasets: {name: (shape, dtype)} under group.
+    cells: the path of the (n,) vertex connectivity (None: implicit, older files)."""
+    grid = ET.SubElement(collection, "Grid", Name=name, GridType="Uniform")
+    ET.SubElement(grid, "Time", Value=repr(float(time)))
+    if n == 0:
+        _empty_grid(grid, "Polyvertex")
+        return
+    topo = ET.SubElement(grid, "Topology", TopologyType="Polyvertex", NumberOfElements=str(n),
+                         NodesPerElement="1")
+    if cells is not None:
+        _data_item(topo, h5name, cells, (n,), np.int32)
+    geo = ET.SubElement(grid, "Geometry", GeometryType="XYZ")
+    shape, dtype = datasets[geometry]
+    _data_item(geo, h5name, "%s/%s" % (group, geometry), shape, dtype)
+    _attributes(grid, h5name, group, datasets, (geometry,), "Node")
+
+
+def _chain_grid(collection, name, time, h5name, frame_group, n, datasets, ends_dtype):
+    """The contacts of a frame as n line cells (force chains): geometry
+    xdmf/contact_ends (2n, 3), connectivity xdmf/contact_lines (n, 2), the contact
+    fields and xdmf/force_magnitude as cell attributes."""
+    grid = ET.SubElement(collection, "Grid", Name=name, GridType="Uniform")
+    ET.SubElement(grid, "Time", Value=repr(float(time)))
+    if n == 0:
+        _empty_grid(grid, "Polyline")
+        return
+    topo = ET.SubElement(grid, "Topology", TopologyType="Polyline", NodesPerElement="2",
+                         NumberOfElements=str(n))
+    _data_item(topo, h5name, frame_group + "/xdmf/contact_lines", (n, 2), np.int32)
+    geo = ET.SubElement(grid, "Geometry", GeometryType="XYZ")
+    _data_item(geo, h5name, frame_group + "/xdmf/contact_ends", (2 * n, 3), ends_dtype)
+    _attributes(grid, h5name, frame_group + "/contacts", datasets, (), "Cell")
+    _attributes(grid, h5name, frame_group + "/xdmf", {"force_magnitude": ((n,), np.float64)},
+                (), "Cell")
 
 
 class XdmfIndex:
@@ -55,29 +101,50 @@ class XdmfIndex:
 
     def __init__(self, xdmf_path, h5_path):
         self.path = xdmf_path
-        self.h5name = os.path.relpath(os.path.abspath(h5_path),
-                                      os.path.dirname(os.path.abspath(xdmf_path)))
+        self.h5name = self._relative(h5_path)
         self.particles, self.contacts, self.mesh_walls, self.segments = [], [], [], []
         self.bonds, self.cracks = [], []
 
-    def _render(self, name, time, group, n, datasets, geometry):
-        holder = ET.Element("Grid")
-        _grid(holder, name, time, self.h5name, group, n, datasets, geometry)
+    def _relative(self, h5_path):
+        return os.path.relpath(os.path.abspath(h5_path),
+                               os.path.dirname(os.path.abspath(self.path)))
+
+    @staticmethod
+    def _text(holder):
         ET.indent(holder, space=" ", level=2)
         return "   " + ET.tostring(holder[0], encoding="unicode").rstrip() + "\n"
 
-    def add(self, frame):
+    def add(self, frame, h5_path=None):
         """Add a frame: dict with keys name, time, n_particles, particles ({field:
-        (shape, dtype)}) and optionally n_contacts and contacts (same form; shown when
-        it has a 'point' dataset)."""
+        (shape, dtype)}), cells (True: the frame has its xdmf/ connectivity) and
+        optionally n_contacts and contacts (same form), mesh_walls, segments. h5_path:
+        the frame's file, when not this index's own (a joined index)."""
+        saved = self.h5name
+        if h5_path is not None:
+            self.h5name = self._relative(h5_path)
+        try:
+            self._add(frame)
+        finally:
+            self.h5name = saved
+
+    def _add(self, frame):
         fr = frame["name"]
-        self.particles.append(self._render("particles_" + fr, frame["time"],
-                                           "/frames/%s/particles" % fr, frame["n_particles"],
-                                           frame["particles"], "position"))
-        if "point" in frame.get("contacts", {}):
-            self.contacts.append(self._render("contacts_" + fr, frame["time"],
-                                              "/frames/%s/contacts" % fr, frame["n_contacts"],
-                                              frame["contacts"], "point"))
+        cells = frame.get("cells", False)
+        holder = ET.Element("Grid")
+        _grid(holder, "particles_" + fr, frame["time"], self.h5name,
+              "/frames/%s/particles" % fr, frame["n_particles"], frame["particles"], "position",
+              "/frames/%s/xdmf/vertex" % fr if cells else None)
+        self.particles.append(self._text(holder))
+        if "contacts" in frame and cells:
+            holder = ET.Element("Grid")
+            _chain_grid(holder, "contacts_" + fr, frame["time"], self.h5name, "/frames/" + fr,
+                        frame["n_contacts"], frame["contacts"], frame["contact_ends_dtype"])
+            self.contacts.append(self._text(holder))
+        elif "point" in frame.get("contacts", {}):           # files before force chains
+            holder = ET.Element("Grid")
+            _grid(holder, "contacts_" + fr, frame["time"], self.h5name,
+                  "/frames/%s/contacts" % fr, frame["n_contacts"], frame["contacts"], "point")
+            self.contacts.append(self._text(holder))
         if "mesh_walls" in frame:
             self.mesh_walls.append(self._render_mesh("mesh_walls_" + fr, frame["time"],
                                                      "/frames/%s/mesh_walls" % fr,
@@ -143,6 +210,34 @@ class XdmfIndex:
         with open(tmp, "w") as out:
             out.write("".join(parts))
         os.replace(tmp, self.path)
+
+
+def describe(h5_path, last_step=None):
+    """The frames of a result file as XdmfIndex.add takes them (read serially),
+    those after `last_step` left out."""
+    import h5py
+    frames = []
+    with h5py.File(h5_path, "r") as f:
+        for name in sorted(f["frames"]):
+            g = f["frames"][name]
+            step = int(g.attrs["step"])
+            if last_step is not None and step > last_step:
+                continue
+            desc = {"name": name, "time": float(g.attrs["time"]), "step": step,
+                    "n_particles": int(g.attrs["n_particles"]), "cells": "xdmf" in g,
+                    "particles": {k: (d.shape, d.dtype) for k, d in g["particles"].items()}}
+            if "contacts" in g:
+                desc["n_contacts"] = int(g.attrs["n_contacts"])
+                desc["contacts"] = {k: (d.shape, d.dtype) for k, d in g["contacts"].items()}
+                if "xdmf" in g:
+                    desc["contact_ends_dtype"] = g["xdmf/contact_ends"].dtype
+            if "mesh_walls" in g:
+                desc["mesh_walls"] = {"n_vertices": len(g["mesh_walls/vertices"]),
+                                      "n_facets": len(g["mesh_walls/facets"])}
+            if "segments" in g:
+                desc["segments"] = {"n_segments": len(g["segments/lines"])}
+            frames.append(desc)
+    return frames
 
 
 def write_xdmf(xdmf_path, h5_path, frames):

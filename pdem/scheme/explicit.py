@@ -2,13 +2,21 @@
 seed 000) and the leap-frog kick v(t - dt/2) -> v(t + dt/2) (the default scheme)."""
 import math
 import time
+import warnings
 
 import numpy as np
 
 from .._kernels import integrate
-from ..errors import InputError
+from ..errors import InputError, TimeStepWarning
 from ..materials import COL
 from .base import Scheme, register
+
+# fewer steps than this per contact duration (Hooke: pi sqrt(m*/k_n)) warn: the
+# contact is then resolved too coarsely (e.g. restitution 0.96 for an input of 0.5 at
+# 0.99 of the critical step); Hertz: dt above this fraction of the Rayleigh time
+# warns (as LIGGGHTS does)
+MIN_STEPS_PER_CONTACT = 10
+MAX_RAYLEIGH_FRACTION = 0.2
 
 
 @register
@@ -89,7 +97,7 @@ def check_timestep(sim):
     stats = -sim.collective.max(-stats)
     own_mat = np.flatnonzero(np.isfinite(stats[0]))
     walls = np.unique(np.r_[sim.planes.material, sim.mesh_walls.wall_material])
-    limits = []
+    limits, coarse = [], []
     for mi in own_mat:
         m_min, r_min, r_max = stats[0, mi], stats[1, mi], -stats[2, mi]
         a = mats.materials[mi]
@@ -97,20 +105,36 @@ def check_timestep(sim):
             p, estar, gstar = mats.pair_params(a, b)
             if p["law"] == "hertz":
                 g = a.young / (2 * (1 + a.poisson))
-                limits.append((math.pi * r_min * math.sqrt(a.density / g)
-                               / (0.1631 * a.poisson + 0.8766),
-                               "Rayleigh time of material %r" % a.name))
+                t_r = math.pi * r_min * math.sqrt(a.density / g) / (0.1631 * a.poisson + 0.8766)
+                limits.append((t_r, "Rayleigh time of material %r" % a.name))
+                if sim.dt > MAX_RAYLEIGH_FRACTION * t_r:
+                    coarse.append((t_r / sim.dt, "%.3g steps per Rayleigh time %.3g of material "
+                                   "%r (dt above %g of it)" % (t_r / sim.dt, t_r, a.name,
+                                                              MAX_RAYLEIGH_FRACTION)))
             else:
                 row = mats.row(a, b)
                 kn = row[COL["kn0"]] + row[COL["kn1"]] * r_max
                 limits.append((2.0 * math.sqrt(0.5 * m_min / kn),
                                "2 sqrt(m*/k_n) of pair (%r, %r)" % (a.name, b.name)))
+                t_c = math.pi * math.sqrt(0.5 * m_min / kn)
+                if t_c < MIN_STEPS_PER_CONTACT * sim.dt:
+                    coarse.append((t_c / sim.dt, "%.3g steps per contact duration pi sqrt(m*/k_n) "
+                                   "= %.3g of pair (%r, %r) (fewer than %d)"
+                                   % (t_c / sim.dt, t_c, a.name, b.name,
+                                      MIN_STEPS_PER_CONTACT)))
     limits += bond_limits(sim)
     if limits:
         crit, what = min(limits)
         if sim.dt > crit:
             raise InputError("dt = %g is above the critical time step %g (%s); reduce dt or "
                              "pass check_timestep=False" % (sim.dt, crit, what))
+    if coarse:
+        text = ("dt = %g gives only %s: contacts are resolved too coarsely (restitution and "
+                "forces inaccurate); reduce dt" % (sim.dt, min(coarse)[1]))
+        warned = sim.scheme.__dict__.setdefault("_warned", set())
+        if text not in warned:              # once per run and message, on every rank
+            warned.add(text)
+            warnings.warn(text, TimeStepWarning, stacklevel=4)
 
 
 def bond_limits(sim):

@@ -259,8 +259,9 @@ def test_particle_leaving_box_removed_with_warning():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         sim.run(steps=n_out + 10)
-    msgs = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
-    assert len(msgs) == 1 and "particle id 2" in msgs[0] and "removed" in msgs[0], msgs
+    msgs = [str(w.message) for w in caught if w.category is RuntimeWarning]
+    assert len(msgs) == 1 and "id 2" in msgs[0] and "removed" in msgs[0], msgs
+    assert sim.n_removed == 1
     assert sim.n_particles == 2
     np.testing.assert_array_equal(sim.particles()["id"], [0, 1])
     sim.run(steps=5)                                           # keeps running

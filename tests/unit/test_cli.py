@@ -98,7 +98,8 @@ def reference(case, tmp_path_factory):
 
 def test_run_writes_results_logs_and_timing(reference):
     out, r = reference
-    assert sorted(os.listdir(out)) == ["checkpoint.h5", "results.h5", "results.xdmf", "status"]
+    assert sorted(os.listdir(out)) == ["checkpoint.h5", "results-all.xdmf", "results.h5",
+                                       "results.xdmf", "status"]
     assert (out / "status").read_text().startswith("finished step %d" % STEPS)
     assert re.search(r"^\s+step\s+time\s+particles\s+contacts\s+kinetic\s+p-steps/s\s+left$",
                      r.stdout, re.M)
@@ -106,8 +107,12 @@ def test_run_writes_results_logs_and_timing(reference):
     assert [int(s) for s, _, _ in thermo] == list(range(500, STEPS + 1, 500))
     assert all(float(rate) > 0 for _, _, rate in thermo)
     assert int(thermo[-1][1]) > 0                       # the bed has contacts by the end
-    for phase in ("neighbor", "comm", "contact", "integrate", "output"):
-        assert re.search(r"^  %s +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+$" % phase, r.stdout, re.M), phase
+    shares = []
+    for phase in ("neighbor", "comm", "contact", "integrate", "output", "other"):
+        m = re.search(r"^  %s +[\d.]+ +[\d.]+ +[\d.]+ +([\d.]+)$" % phase, r.stdout, re.M)
+        assert m, phase
+        shares.append(float(m.group(1)))
+    assert abs(sum(shares) - 100.0) < 0.5, shares      # the shares of the wall time add up
     assert "timing over 1 rank(s), %d step(s)" % STEPS in r.stdout
     assert r.stderr == ""
     with h5py.File(out / "results.h5", "r") as f:
@@ -142,6 +147,23 @@ def test_plot_writes_pngs(reference, tmp_path):
         assert str(png) in r.stdout
 
 
+def test_plot_shows_series_extra(tmp_path):
+    code = """
+import pdem
+from pdem.io import ResultFile
+sim = pdem.Simulation(pdem.Domain((0, 0, 0), (1, 1, 1)), dt=1e-4, gravity=(0, 0, -9.81))
+sim.material("m", 1000.0, kn=1e4)
+sim.add_spheres([[0.5, 0.5, 0.5]], 0.01, "m")
+with ResultFile(%r, sim, series_every=5, series_extra={"height": lambda s: s.particles()["position"][0, 2]}) as rf:
+    rf.write_series()
+    rf.run(steps=20)
+""" % str(tmp_path / "x.h5")
+    subprocess.run([sys.executable, "-c", code], check=True, env=env(), timeout=60)
+    r = ok(pdem_run("plot", tmp_path / "x.h5", timeout=120))
+    png = tmp_path / "x-extra.png"
+    assert png.exists() and str(png) in r.stdout
+
+
 def test_restart_continues_bit_for_bit(case, reference, tmp_path):
     half = tmp_path / "half"
     ok(pdem_run("run", case, "--steps", STEPS // 2, "--out", half, "--checkpoint-every", 1000))
@@ -154,6 +176,17 @@ def test_restart_continues_bit_for_bit(case, reference, tmp_path):
         assert [f["frames"][k].attrs["step"] for k in sorted(f["frames"])] == [4000, 6000]
         assert list(f["series/step"][...]) == list(range(3500, STEPS + 1, 500))
     assert (half / "results.h5").exists()
+    # one XDMF time series over both segments: frames 0, 3000 of results.h5, then 4000,
+    # 6000 of the continued file (written after every frame of the continued run)
+    import xml.etree.ElementTree as ET
+    root = ET.parse(half / "results-all.xdmf").getroot()
+    grids = [g for c in root.find("Domain") if c.get("Name") == "particles"
+             for g in c.findall("Grid")]
+    dt = float(re.search(r"dt ([\d.e+-]+),", r.stdout).group(1))
+    times = [float(g.find("Time").get("Value")) for g in grids]
+    assert np.allclose(times, [0, 3000 * dt, 4000 * dt, 6000 * dt], rtol=1e-5), times
+    files = [g.find("Geometry/DataItem").text.split(":")[0] for g in grids]
+    assert files == ["results.h5"] * 2 + ["results-from-step-%d.h5" % (STEPS // 2)] * 2
 
 
 def test_progress_bar(case, tmp_path):
@@ -208,6 +241,8 @@ def test_sigterm_checkpoints_and_restart_finishes_alike(case, reference, tmp_pat
     (["run", "{case}", "--steps", 10, "--bogus"], "unrecognized arguments: --bogus"),
     (["run", "{case}"], "one of the arguments --steps --until is required"),
     (["run", "{case}", "--steps", "-3"], "--steps: expected a positive integer"),
+    (["run", "{case}", "--until", "nan"], "--until: expected a positive finite time, got 'nan'"),
+    (["run", "{case}", "--until", "-1"], "--until: expected a positive finite time, got '-1'"),
     (["run", "{tmp}/nothing.py", "--steps", 10], "case file '{tmp}/nothing.py' does not exist"),
     (["run", "{tmp}/nobuild.py", "--steps", 10], "nobuild.py' defines no function build(comm)"),
     (["run", "{tmp}/broken.py", "--steps", 10], "broken.py': line 1: "),
@@ -228,6 +263,7 @@ def test_bad_input_exits_2_with_one_line(args, message, case, tmp_path):
     assert r.returncode == 2, r.stderr
     assert fill(message) in r.stderr
     assert "Traceback" not in r.stderr and r.stdout == ""
+    assert not (tmp_path / "out").exists()          # no empty results folder left behind
 
 
 def test_damaged_restart_checkpoint_is_refused_and_kept(case, reference, tmp_path):
