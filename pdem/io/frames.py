@@ -342,7 +342,8 @@ class ResultFile:
     def _write_bonds(self, g, b):
         """Intact bonds as line cells (bonds/vertices: the two ends of each, lines, force
         on id2 in the bond's local axes, ids) and breaks as points (cracks/point, time,
-        mode: 1 tension, 2 shear), each rank's rows at its offset (collective)."""
+        mode: 1 tension, 2 shear; vertex: their cells), each rank's rows at its offset
+        (collective)."""
         intact = np.flatnonzero(b["intact"])
         broken = np.flatnonzero(~b["intact"])
         (b0, c0), (nb, nc) = row_offsets(self.comm, [len(intact), len(broken)])
@@ -356,7 +357,8 @@ class ResultFile:
                 (bg, "id2", b["id2"][intact], b0, nb, "1"),
                 (cg, "point", b["point"][broken], c0, nc, "L"),
                 (cg, "time", b["broken_time"][broken], c0, nc, "T"),
-                (cg, "mode", b["mode"][broken], c0, nc, "1")):
+                (cg, "mode", b["mode"][broken], c0, nc, "1"),
+                (cg, "vertex", c0 + np.arange(len(broken), dtype=np.int32), c0, nc, "1")):
             self._rows(grp, f, rows, start, total, unit)
         return {"n_bonds": nb, "n_cracks": nc}
 

@@ -158,11 +158,11 @@ class XdmfIndex:
                                                  "/frames/%s/bonds" % fr,
                                                  frame["bonds"]["n_bonds"]))
             n = frame["bonds"]["n_cracks"]
-            self.cracks.append(self._render("cracks_" + fr, frame["time"],
-                                            "/frames/%s/cracks" % fr, n,
-                                            {"point": ((n, 3), np.float64),
-                                             "time": ((n,), np.float64),
-                                             "mode": ((n,), np.int8)}, "point"))
+            holder = ET.Element("Grid")
+            _grid(holder, "cracks_" + fr, frame["time"], self.h5name, "/frames/%s/cracks" % fr,
+                  n, {"point": ((n, 3), np.float64), "time": ((n,), np.float64),
+                      "mode": ((n,), np.int8)}, "point", "/frames/%s/cracks/vertex" % fr)
+            self.cracks.append(self._text(holder))
 
     def _render_lines(self, name, time, group, n):
         """Line cells of a frame (boundary segments, bonds): Polyline cells of 2 nodes,
