@@ -211,27 +211,25 @@ def bond_locals(const long[::1] id1, const long[::1] id2, const long[::1] ids,
     cdef int[::1] out1 = out1_arr, out2 = out2_arr
     cdef signed char[::1] missing = missing_arr
     cdef long lo1, hi1, lo2, hi2
-    cdef int own1, own2, near
+    cdef int at, near
+    cdef bint first
     with nogil:
         for k in range(m):
             _range(ids, order, id1[k], &lo1, &hi1)
             _range(ids, order, id2[k], &lo2, &hi2)
-            own1 = _owned(order, lo1, hi1, n_own)
-            own2 = _owned(order, lo2, hi2, n_own)
-            if own1 >= 0:
-                near = _nearest(order, lo2, hi2, own1, pos, image, box_len)
-                if near < 0:
-                    missing[k] = 1
-                else:
-                    out1[k] = own1
-                    out2[k] = near
-            elif own2 >= 0:
-                near = _nearest(order, lo1, hi1, own2, pos, image, box_len)
-                if near < 0:
-                    missing[k] = 1
-                else:
-                    out1[k] = near
-                    out2[k] = own2
+            at = _owned(order, lo1, hi1, n_own)          # particle 1's owned copy, or 2's
+            first = at >= 0
+            if not first:
+                at = _owned(order, lo2, hi2, n_own)
+                if at < 0:
+                    continue
+            near = _nearest(order, lo2 if first else lo1, hi2 if first else hi1, at, pos,
+                            image, box_len)
+            if near < 0:
+                missing[k] = 1
+            else:
+                out1[k] = at if first else near
+                out2[k] = near if first else at
     return out1_arr, out2_arr, missing_arr
 
 

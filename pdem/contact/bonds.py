@@ -162,6 +162,7 @@ class BondContacts(TwoBodyRows):
                                    t[0] if isinstance(t, tuple) else t)
                        for k, t in BROKEN_FIELDS.items()}
         self._broke = np.zeros(0, np.int8)
+        self._table = None               # the materials' rows (the kernel's table)
 
     # ------------------------------------------------------------ materials
     def add_material(self, name, **params):
@@ -170,6 +171,7 @@ class BondContacts(TwoBodyRows):
         m = make_material(name, **params)
         m.index = len(self.materials)
         self.materials.append(m)
+        self._table = None
         return m
 
     def material(self, m):
@@ -181,8 +183,10 @@ class BondContacts(TwoBodyRows):
                          % (getattr(m, "name", m), [k.name for k in self.materials]))
 
     def table(self):
-        return np.ascontiguousarray([m.row() for m in self.materials] or
-                                    np.zeros((1, TABLE["ncols"])))
+        if self._table is None:
+            self._table = np.ascontiguousarray([m.row() for m in self.materials] or
+                                               np.zeros((1, TABLE["ncols"])))
+        return self._table
 
     # ------------------------------------------------------------ rows
     def add(self, id1, id2, material):
@@ -324,5 +328,6 @@ class BondContacts(TwoBodyRows):
         d = json.loads(text)
         for m in d["materials"]:
             self.materials.append(BondMaterial(**m, index=len(self.materials)))
+        self._table = None
         self.any, self.longest = d["any"], d["longest"]
         self.broken = broken

@@ -64,5 +64,6 @@ def test_bonded_block_breaks_identically_on_any_rank_count(shared_dir):
     bonds = got[1]
     assert n_bonds == 3 * 5 * 5 * 4 - 5 * 5 - 2 * 5 * 4    # bonds of a 5 x 5 x 4 lattice
     assert 10 < np.count_nonzero(~bonds["intact"]) < len(bonds["id1"]) - 10
+    assert set(bonds["mode"][~bonds["intact"]].tolist()) <= {1, 2}
     if comm.size > 1:
         assert migrated > 0

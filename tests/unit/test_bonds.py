@@ -2,7 +2,8 @@
 (F = kn A delta, bending at M = sigma_c I / R, twist at T = tau_c J / R, shear at
 F_s = tau_c A, combined tension and bending, PFC's cohesion + friction), the discrete
 cantilever's tip deflection, strength scatter statistics, and equivalences (a
-super-weak bond changes nothing, swapped ids, periodic images, threads, restarts)."""
+super-weak bond changes nothing, swapped ids, periodic images). Threads, restarts and
+rank counts: tests/mpi/test_bonds_mpi.py (on one rank too)."""
 import math
 
 import numpy as np
@@ -254,42 +255,6 @@ def test_strength_scatter():
     again, _ = strength_factors({"distribution": "weibull", "modulus": m, "seed": 1},
                                 id1[perm], id2[perm])
     assert np.array_equal(again, t[perm])
-
-
-def falling_block(threads=1, comm=MPI.COMM_SELF, split=None, folder=None):
-    """A 5 x 5 x 4 bonded block (strength scatter) dropped on a plane: bonds break."""
-    dom = pdem.Domain((-1, -1, -1), (11, 11, 30))
-    sim = pdem.Simulation(dom, 2e-4, gravity=(0, 0, -9.81), comm=comm, threads=threads)
-    sim.material("m", 1000.0, kn=5e7, restitution=0.5, friction=0.4)
-    g = np.arange(5) * 2.0
-    x = np.stack(np.meshgrid(g, g, np.arange(4) * 2.0 + 1.5), -1).reshape(-1, 3)
-    sim.add_spheres(x, 1.0, "m", velocities=np.tile([0.3, 0.0, -6.0], (len(x), 1)))
-    sim.add_plane((0, 0, 0), (0, 0, 1), "m")
-    sim.bond_material("b", kn=3e6, ks=1e6, tensile_strength=2e4, cohesion=2e4,
-                      friction_angle=20, scatter={"distribution": "weibull", "modulus": 3,
-                                                  "seed": 4})
-    sim.bond_contacts("b")
-    steps = 1500
-    if split is not None:
-        sim.run(split)
-        path = str(folder / "block.h5")
-        sim.checkpoint(path)
-        sim = pdem.restart(path, comm=comm, threads=threads)
-        steps -= split
-    sim.run(steps)
-    return sim
-
-
-def test_block_breaks_the_same_on_threads_and_across_a_restart(tmp_path):
-    ref = falling_block()
-    b = ref.bonds()
-    assert 10 < ref.n_broken < len(b["id1"]) - 10        # some bonds broke, not all
-    assert set(b["mode"][~b["intact"]]) <= {1, 2}
-    for other in (falling_block(threads=2), falling_block(split=700, folder=tmp_path)):
-        for k, v in ref.particles().items():
-            assert np.array_equal(v, other.particles()[k]), k
-        for k, v in b.items():
-            assert np.array_equal(v, other.bonds()[k], equal_nan=True), k
 
 
 def test_bad_input():
