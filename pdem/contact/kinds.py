@@ -158,20 +158,13 @@ class PairContacts(Interaction):
     def build(self, b):
         sim = self.sim
         st = sim.store
-        order = np.argsort(st.id, kind="stable")
-        i1, i2 = cells.build_pairs(st.pos, st.image, sim.box_length, st.radius, st.id,
-                                   b.n_own, b.skin, order, sim.threads)
-        key = keys.make(st.id[i1], st.id[i2])
-        if st.n > b.n_own:          # periodic images make duplicates to drop
-            srt = np.argsort(key, kind="stable")
-            key, i1, i2 = key[srt], i1[srt], i2[srt]
-            first = np.ones(len(key), bool)
-            first[1:] = key[1:] != key[:-1]
-            key, i1, i2 = key[first], i1[first], i2[first]
+        # rows sorted by key, periodic duplicates dropped (pyx/cells.pyx)
+        i1, i2, key = cells.build_pair_rows(st.pos, st.image, sim.box_length, st.radius, st.id,
+                                            b.n_own, b.skin)
         rows = ContactBatch(i1, i2, key)
         rows.carry_from(self.batch)
         self.batch = rows
-        self.owner1, self.owner2 = b.owner[i1], b.owner[i2]
+        self.owner1, self.owner2 = np.take(b.owner, i1), np.take(b.owner, i2)
         self._gather = None
 
     def owners(self):

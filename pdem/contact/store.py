@@ -11,10 +11,11 @@ particle, is a single row copy. Nothing per contact is a Python object.
 """
 import numpy as np
 
-from .._kernels import contacts as _k
+from .._kernels import contacts as _k, rebuild as _r
 
 COLUMNS = _k.state_columns()
 NCOLS = COLUMNS.pop("ncols")
+_NO_ORDER = np.zeros(0, np.int64)
 
 
 class ContactBatch:
@@ -55,18 +56,16 @@ class ContactBatch:
                                         for k in ("key", "active", "state")))
 
     def carry_from(self, old):
-        """Copy the rows of contacts active in `old` whose key is also here."""
+        """Copy the rows of contacts active in `old` whose key is also here (where old
+        rows share a key, the last one). One merge of the two key-sorted lists
+        (pyx/rebuild.pyx); a list not stored in key order is sorted first."""
         if len(old) == 0 or len(self) == 0:
             return
-        keep = np.flatnonzero(old.active)
-        if len(keep) == 0:
-            return
-        okeys = old.key[keep]
-        order = np.argsort(self.key, kind="stable")      # keys need not be stored sorted
-        pos = np.searchsorted(self.key, okeys, sorter=order)
-        pos[pos == len(self.key)] = 0
-        dst = order[pos]
-        hit = self.key[dst] == okeys
-        src, dst = keep[hit], dst[hit]
-        self.active[dst] = old.active[src]
-        self.state[dst] = old.state[src]
+        new_order = old_order = _NO_ORDER
+        if not _r.is_sorted(self.key):
+            new_order = np.argsort(self.key, kind="stable")
+        if not _r.is_sorted(old.key, old.active):
+            keep = np.flatnonzero(old.active)
+            old_order = keep[np.argsort(old.key[keep], kind="stable")]
+        _r.carry_rows(self.key, new_order, old.key, old.active, old.state, old_order,
+                      self.active, self.state)
