@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 
+from ._kernels import rebuild as _r
 from .errors import SimulationError
 
 
@@ -11,18 +12,17 @@ def handle_lost(sim, own):
     """Returns (kept particles, new index of each old one or None when none was
     removed, ids removed on this rank). Collective."""
     dom = sim.domain
-    bad = np.flatnonzero(~np.all(np.isfinite(own["pos"]), axis=1))
-    sim.collective.raise_if_any(None if len(bad) == 0 else (
+    pos = own["pos"]
+    periodic = np.asarray(dom.periodic, np.uint8)
+    bad, first, n_out = _r.outside(pos, np.asarray(dom.lo, float), np.asarray(dom.hi, float),
+                                   periodic)                # one pass, no temporaries
+    sim.collective.raise_if_any(None if bad < 0 else (
         "step %d (t=%.6g): particle id %d has a non-finite position %r"
-        % (sim.step_count, sim.time, own["id"][bad[0]], own["pos"][bad[0]].tolist())),
+        % (sim.step_count, sim.time, own["id"][bad], own["pos"][bad].tolist())),
         SimulationError)
-    out = np.zeros(len(own["id"]), bool)
-    for axis in range(3):
-        if not dom.periodic[axis]:
-            out |= (own["pos"][:, axis] < dom.lo[axis]) | (own["pos"][:, axis] >= dom.hi[axis])
     msg = None
-    if out.any():
-        i = int(np.flatnonzero(out)[0])
+    if n_out:
+        i = first
         msg = ("step %d (t=%.6g): particle id %d at %r left the domain %s..%s"
                % (sim.step_count, sim.time, own["id"][i], own["pos"][i].tolist(),
                   dom.lo.tolist(), dom.hi.tolist()))
@@ -30,11 +30,14 @@ def handle_lost(sim, own):
         sim.collective.raise_if_any(msg and msg + " (use lost='remove' to delete such "
                                     "particles)", SimulationError)
         return own, None, own["id"][:0]
-    if msg:
-        warnings.warn(msg + ": removed (%d particle(s) on rank %d this step)"
-                      % (out.sum(), sim.rank), RuntimeWarning, stacklevel=4)
-    if not out.any():
+    if not n_out:
         return own, None, own["id"][:0]
+    out = np.zeros(len(own["id"]), bool)
+    for axis in range(3):
+        if not dom.periodic[axis]:
+            out |= (pos[:, axis] < dom.lo[axis]) | (pos[:, axis] >= dom.hi[axis])
+    warnings.warn(msg + ": removed (%d particle(s) on rank %d this step)"
+                  % (out.sum(), sim.rank), RuntimeWarning, stacklevel=4)
     new_index = np.cumsum(~out) - 1
     new_index[out] = -1
     return {k: v[~out] for k, v in own.items()}, new_index, own["id"][out]

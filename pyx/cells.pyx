@@ -223,10 +223,13 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
     cap = 8 * n + 1024
     cdef int* pa = <int*>malloc(cap * sizeof(int))
     cdef int* pb = <int*>malloc(cap * sizeof(int))
+    cdef long* pk = <long*>malloc(cap * sizeof(long))
     cdef int* tmp
-    if pa == NULL or pb == NULL:
+    cdef long* tmpk
+    if pa == NULL or pb == NULL or pk == NULL:
         free(pa)
         free(pb)
+        free(pk)
         raise MemoryError()
     m = 0
     with nogil:
@@ -272,19 +275,27 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
                                         oom = True
                                     else:
                                         pb = tmp
-                                        cap *= 2
+                                        tmpk = <long*>realloc(pk, 2 * cap * sizeof(long))
+                                        if tmpk == NULL:
+                                            oom = True
+                                        else:
+                                            pk = tmpk
+                                            cap *= 2
                             if oom:
                                 continue
                             if cid[e] < cid[f]:
                                 pa[m] = members[e]
                                 pb[m] = members[f]
+                                pk[m] = (cid[e] << 32) | cid[f]
                             else:
                                 pa[m] = members[f]
                                 pb[m] = members[e]
+                                pk[m] = (cid[f] << 32) | cid[e]
                             m += 1
     if oom:
         free(pa)
         free(pb)
+        free(pk)
         raise MemoryError()
     # group the rows by particle 1's id: counting sort (stable in emission order)
     gstart_arr = np.zeros(n_groups + 1, dtype=np.int64)
@@ -296,19 +307,20 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
     cdef long[::1] ek = ek_arr
     with nogil:
         for k in range(m):
-            g = (ids[pa[k]] - id_lo) if dense else group[pa[k]]
+            g = ((pk[k] >> 32) - id_lo) if dense else group[pa[k]]
             gstart[g + 1] += 1
         for g in range(n_groups):
             gstart[g + 1] += gstart[g]
         for k in range(m):
-            g = (ids[pa[k]] - id_lo) if dense else group[pa[k]]
+            g = ((pk[k] >> 32) - id_lo) if dense else group[pa[k]]
             j = gstart[g]
             ea[j] = pa[k]
             eb[j] = pb[k]
-            ek[j] = (ids[pa[k]] << 32) | ids[pb[k]]
+            ek[j] = pk[k]
             gstart[g] = j + 1
         free(pa)
         free(pb)
+        free(pk)
         # gstart[g] is now the end of group g; sort each group by (key, local index of
         # particle 1) and keep the first row of each key
         nrow = 0

@@ -4,6 +4,7 @@ owned particles (a counting sort by cell) and the carry-over of contact state fr
 the old rows to the new list (a merge of two key-sorted lists)."""
 cimport cython
 from libc.math cimport floor
+from libc.string cimport memcpy
 import numpy as np
 
 
@@ -87,26 +88,72 @@ def carry_rows(const long[::1] new_key, const long[::1] new_order, const long[::
     and the old rows in the order old_order (empty: as stored; inactive rows are
     skipped) must not decrease: one merge. Where old rows share a key, the last one
     in old order is copied last. Returns the number of rows copied."""
-    cdef Py_ssize_t nn = new_key.shape[0], no, i, j = 0, r, dst, c
+    cdef Py_ssize_t nn = new_key.shape[0], no, i, j = 0, r, dst
     cdef Py_ssize_t ncol = new_state.shape[1], copied = 0
     cdef bint nid = new_order.shape[0] == 0, oid = old_order.shape[0] == 0
     cdef long k
+    if old_state.shape[1] != ncol:
+        raise ValueError("state widths differ")
     no = old_key.shape[0] if oid else old_order.shape[0]
+    if nn == 0 or no == 0:
+        return 0
     with nogil:
-        for i in range(no):
-            r = i if oid else old_order[i]
-            if old_active[r] == 0:
-                continue
-            k = old_key[r]
-            while j < nn and new_key[j if nid else new_order[j]] < k:
-                j += 1
-            if j == nn:
-                break
-            dst = j if nid else new_order[j]
-            if new_key[dst] != k:
-                continue
-            new_active[dst] = old_active[r]
-            for c in range(ncol):
-                new_state[dst, c] = old_state[r, c]
-            copied += 1
+        if nid and oid:                 # both stored in key order: the common case
+            for r in range(no):
+                if old_active[r] == 0:
+                    continue
+                k = old_key[r]
+                while j < nn and new_key[j] < k:
+                    j += 1
+                if j == nn:
+                    break
+                if new_key[j] == k:
+                    new_active[j] = old_active[r]
+                    memcpy(&new_state[j, 0], &old_state[r, 0], ncol * sizeof(double))
+                    copied += 1
+        else:
+            for i in range(no):
+                r = i if oid else old_order[i]
+                if old_active[r] == 0:
+                    continue
+                k = old_key[r]
+                while j < nn and new_key[j if nid else new_order[j]] < k:
+                    j += 1
+                if j == nn:
+                    break
+                dst = j if nid else new_order[j]
+                if new_key[dst] != k:
+                    continue
+                new_active[dst] = old_active[r]
+                memcpy(&new_state[dst, 0], &old_state[r, 0], ncol * sizeof(double))
+                copied += 1
     return copied
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def outside(const double[:, ::1] pos, const double[::1] lo, const double[::1] hi,
+            const unsigned char[::1] periodic):
+    """(first row with a non-finite coordinate or -1, first row outside lo..hi (lo
+    included, hi excluded) on a non-periodic axis or -1, number of such rows)."""
+    cdef Py_ssize_t n = pos.shape[0], i, bad = -1, first = -1, count = 0
+    cdef int d
+    cdef double x
+    cdef bint out, finite
+    with nogil:
+        for i in range(n):
+            out = False
+            finite = True
+            for d in range(3):
+                x = pos[i, d]
+                if not (x - x == 0.0):          # inf or nan
+                    finite = False
+                if not periodic[d] and (x < lo[d] or x >= hi[d]):
+                    out = True
+            if not finite and bad < 0:
+                bad = i
+            if out:
+                count += 1
+                if first < 0:
+                    first = i
+    return bad, first, count

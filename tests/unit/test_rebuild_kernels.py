@@ -241,3 +241,26 @@ def test_ghost_build_equals_record_build(seed, periodic):
     expected, _ = ref_ghosts(dec, own, cutoff)
     for k in expected:
         np.testing.assert_array_equal(plain[k], expected[k])
+
+
+# ---------------------------------------------------------------- lost particles
+@pytest.mark.parametrize("seed", range(3))
+def test_outside_equals_numpy(seed):
+    rng = np.random.default_rng(seed)
+    lo, hi = np.array([0.0, -1.0, 2.0]), np.array([1.0, 1.0, 3.0])
+    pos = rng.uniform(lo - 0.05, hi + 0.05, (4000, 3))
+    pos[rng.integers(0, 4000, 5), rng.integers(0, 3, 5)] = lo[0]        # on the faces
+    pos[rng.integers(0, 4000, 5), 2] = hi[2]
+    for periodic in ((True, True, False), (False, True, True), (True, True, True)):
+        p = pos.copy()
+        if seed:
+            p[rng.integers(1000, 4000, 3), rng.integers(0, 3, 3)] = [np.nan, np.inf, -np.inf]
+        bad = np.flatnonzero(~np.all(np.isfinite(p), axis=1))
+        out = np.zeros(len(p), bool)
+        for axis in range(3):
+            if not periodic[axis]:
+                out |= (p[:, axis] < lo[axis]) | (p[:, axis] >= hi[axis])
+        got = rebuild.outside(p, lo, hi, np.asarray(periodic, np.uint8))
+        expected = (int(bad[0]) if len(bad) else -1,
+                    int(np.flatnonzero(out)[0]) if out.any() else -1, int(out.sum()))
+        assert got == expected
