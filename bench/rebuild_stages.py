@@ -83,6 +83,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--profile", action="store_true", help="cProfile one rebuild instead")
+    ap.add_argument("--live", type=int, default=0,
+                    help="instead: run this many more steps and report the mean stage times "
+                         "of the rebuilds they trigger (caches cold, as in a run)")
     args = ap.parse_args()
     ckpt = args.ckpt
     if ckpt is None:
@@ -114,6 +117,18 @@ def main():
         pstats.Stats(pr).sort_stats("tottime").print_stats(25)
         return
     instrument(sim)
+    if args.live:
+        n0 = sim.n_rebuilds
+        sim.run(steps=args.live)
+        k = sim.n_rebuilds - n0
+        total = TIMES.pop("TOTAL _rebuild")
+        top = sum(v for name, v in TIMES.items() if not name.startswith("  "))
+        print("mean stage times of the %d rebuilds in %d steps [ms]:" % (k, args.live))
+        for name, v in TIMES.items():
+            print("  %-28s %8.2f" % (name, 1e3 * v / k))
+        print("  %-28s %8.2f" % ("rest", 1e3 * (total - top) / k))
+        print("  %-28s %8.2f" % ("TOTAL", 1e3 * total / k))
+        return
     best = {}
     for _ in range(args.repeats):
         TIMES.clear()

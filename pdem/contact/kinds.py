@@ -161,9 +161,9 @@ class PairContacts(Interaction):
         # rows sorted by key, periodic duplicates dropped (pyx/cells.pyx)
         i1, i2, key = cells.build_pair_rows(st.pos, st.image, sim.box_length, st.radius, st.id,
                                             b.n_own, b.skin)
-        rows = ContactBatch(i1, i2, key)
+        rows = ContactBatch(i1, i2, key, spare=getattr(self, "_spare", None))
         rows.carry_from(self.batch)
-        self.batch = rows
+        self._spare, self.batch = self.batch, rows
         self.owner1, self.owner2 = np.take(b.owner, i1), np.take(b.owner, i2)
         self._gather = None
 
