@@ -161,9 +161,12 @@ class PairContacts(Interaction):
         # rows sorted by key, periodic duplicates dropped (pyx/cells.pyx)
         i1, i2, key = cells.build_pair_rows(st.pos, st.image, sim.box_length, st.radius, st.id,
                                             b.n_own, b.skin)
+        # state memory: that of the list built before the last one (free once the
+        # last one, or the rows migration made from it, has been carried over)
         rows = ContactBatch(i1, i2, key, spare=getattr(self, "_spare", None))
         rows.carry_from(self.batch)
-        self._spare, self.batch = self.batch, rows
+        self._spare, self._built = getattr(self, "_built", None), rows
+        self.batch = rows
         self.owner1, self.owner2 = np.take(b.owner, i1), np.take(b.owner, i2)
         self._gather = None
 
