@@ -37,7 +37,7 @@ from .materials import MaterialTable
 from .parallel.decomposition import Decomposition
 from .parallel.ghosts import GhostExchange, wrap
 from .parallel.migration import migrate
-from .particles import DOF_BITS, ParticleStore, empty_fields, spatial_order
+from .particles import DOF_BITS, ParticleStore, empty_fields, spatial_permutation
 from .scheme import Explicit, Scheme
 from .signals import CheckpointExit, SignalCheckpoint  # noqa: F401 (part of the API)
 from .threads import thread_count
@@ -631,11 +631,13 @@ class Simulation:
         skin, and the build positions of the original run are kept, so that the next
         rebuild comes at the same step as without restart."""
         st, dom, dec = self.store, self.domain, self.dec
-        own = st.owned()
+        # views of the owned rows: every field is gathered anew by the ghost build
+        own = {k: v[:st.n_own] for k, v in st.f.items()}
         new_index = None
         if restore:
             own["build_pos"] = self._build_pos
         else:
+            own["pos"] = own["pos"].copy()              # wrapped in place
             wrap(own["pos"], dom.lo, dom.hi, dom.periodic)
             own, new_index, removed = handle_lost(self, own)
             if self.check_ids:
@@ -671,16 +673,15 @@ class Simulation:
             own, received = migrate(self.comm, own, dest, [k.batch for k in kinds], owners)
             for kind, batch in zip(kinds, received):
                 kind.batch = batch
-        own = spatial_order(own)
+        order = spatial_permutation(own)                # owned rows in cell order
         build_pos = own.pop("build_pos", None)
-        own["image"][:] = 0
-        local = self.ghosts.build(own, cutoff)          # borders
+        if build_pos is not None and order is not None:
+            build_pos = build_pos[order]
+        own["image"] = np.zeros_like(own["image"])
+        local = self.ghosts.build(own, cutoff, order)   # borders; one gather per field
         n_own = len(own["id"])
-        st.set_local(own, {k: v[n_own:] for k, v in local.items()})
-        # owned index of every local particle (ghosts that are periodic images of an
-        # owned particle of this rank get its index, others -1)
-        owner = np.concatenate([np.arange(n_own, dtype=np.int32),
-                                owned_index(st.id[n_own:], st.id[:n_own])])
+        st.set_local(local, n_own=n_own)
+        owner = self._owners(order, n_own)
         build = Build(n_own, owner, list_skin, cutoff, restore)
         for kind in kinds:
             kind.build(build)
@@ -688,6 +689,27 @@ class Simulation:
         self._build_pos = build_pos if restore else st.pos[:n_own].copy()
         self._dirty = self._restoring = False
         self.n_rebuilds += 0 if restore else 1
+
+    def _owners(self, order, n_own):
+        """Owned index of every local particle after a ghost build: ghosts that are
+        periodic images of an owned particle of this rank get its index (known from
+        the ghost's source row), others -1 (owned_index of their ids)."""
+        st, src = self.store, self.ghosts.source
+        owner = np.empty(st.n, np.int32)
+        owner[:n_own] = np.arange(n_own, dtype=np.int32)
+        g = src[n_own:]
+        mine = g < self.ghosts.n_pool_owned
+        gh = owner[n_own:]
+        if order is None:
+            gh[mine] = g[mine]
+        else:
+            inverse = np.empty(n_own, np.int32)         # pool row -> owned index
+            inverse[order] = owner[:n_own]
+            gh[mine] = inverse[g[mine]]
+        other = np.flatnonzero(~mine)
+        if len(other):
+            gh[other] = owned_index(st.id[n_own:][other], st.id[:n_own])
+        return owner
 
     # ---------------------------------------------------------------- checkpoints
     def checkpoint(self, path):
