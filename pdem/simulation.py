@@ -21,7 +21,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from . import diagnostics, validate
+from . import analysis, diagnostics, validate
 from ._kernels import integrate
 from .collective import Collective
 from .contact import keys
@@ -847,6 +847,23 @@ class Simulation:
         """Kinetic, rotational and gravitational potential energy at t (collective;
         pdem.diagnostics.energy)."""
         return diagnostics.energy(self)
+
+    def stress(self, region=None, volume=None, kinetic=True):
+        """Love-Weber stress tensor (3, 3), tension positive, of the particles in
+        `region` (None: all) over `volume` (default: the domain's, or the region's);
+        kinetic: include -sum m v' v' / V. Collective (pdem.analysis.stress)."""
+        return analysis.stress(self, region, volume, kinetic)
+
+    def particle_stress(self, gather=False):
+        """Per owned particle, sorted by id: {"id", "stress" (n, 3, 3): sum over its
+        contacts of (x_c - x) (x) f / particle volume, "coordination": number of
+        particle contacts}; gather=True: all particles on every rank (collective)."""
+        return analysis.particle_stress(self, gather)
+
+    def fabric(self):
+        """{"tensor": sum n (x) n / N_c over particle contacts, "contacts": N_c,
+        "coordination": 2 N_c / N_particles} (collective)."""
+        return analysis.fabric(self)
 
     def timer_stats(self):
         """Seconds per phase over ranks: {phase: (min, mean, max)} (collective)."""
