@@ -32,6 +32,7 @@ from .contact.mesh_walls import DEFAULT_CUTOFF_DEGREES, MeshWalls
 from .contact.walls import Planes, Segments
 from .domain import Domain
 from .errors import InputError, SimulationError
+from .events import Events
 from .lost_particles import handle_lost
 from .materials import MaterialTable
 from .parallel.decomposition import Decomposition
@@ -102,6 +103,8 @@ class Simulation:
         self.check_ids = check_ids
         self.n_balances = 0
         self.n_migrated = 0                      # particles this rank sent to others
+        self.events = Events(self)               # sim.events.at / every / when
+        self.stopped = False                     # set by stop(), reset by run()
         self.n_removed = 0                       # particles removed by lost='remove' (all ranks)
         self._ids = np.empty(0, np.int64)        # all live ids (kept for check_ids)
         self.skin = skin
@@ -524,9 +527,17 @@ class Simulation:
     # ---------------------------------------------------------------- running
     def run(self, steps=None, until=None):
         """Advance by `steps` steps or until time `until` (the first step whose time
-        reaches until - dt/2)."""
+        reaches until - dt/2), or until an event calls `stop()`."""
+        self.stopped = False
         for _ in range(validate.steps_to_run(steps, until, self.time, self.dt)):
             self.step()
+            if self.stopped:
+                break
+
+    def stop(self):
+        """End the current run after this step (from an event's callback, on every
+        rank); `sim.stopped` tells loops around `run` (ResultFile.run, the command line)."""
+        self.stopped = True
 
     def step(self):
         """One time step t -> t + dt (see the module docstring for the order)."""
@@ -575,6 +586,8 @@ class Simulation:
         if self.check_ids:
             diagnostics.verify_ids(self, self._ids)
         self.timers["comm"] += time.perf_counter() - t4
+        if self.events:                         # before a checkpoint on a signal
+            self.events.after_step()
         if signum:
             self.signals.checkpoint_and_exit(self, int(signum))
 
