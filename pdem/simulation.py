@@ -12,7 +12,6 @@ Every rank runs the same script (SPMD): scene set-up calls (materials, planes,
 add_spheres with the full arrays) are made on all ranks; each rank keeps what it
 owns. Errors found on one rank are raised on all ranks (no hang).
 """
-import math
 import numbers
 import os
 import signal
@@ -21,7 +20,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from . import analysis, diagnostics, validate
+from . import analysis, diagnostics, editing, validate
 from ._kernels import integrate
 from .collective import Collective
 from .contact import keys
@@ -38,7 +37,8 @@ from .materials import MaterialTable
 from .parallel.decomposition import Decomposition
 from .parallel.ghosts import GhostExchange, wrap
 from .parallel.migration import migrate
-from .particles import DOF_BITS, ParticleStore, empty_fields, spatial_permutation
+from .particles import (DOF_BITS, ParticleStore, empty_fields, mass_and_inertia,
+                        spatial_permutation)
 from .scheme import Explicit, Scheme
 from .signals import CheckpointExit, SignalCheckpoint  # noqa: F401 (part of the API)
 from .threads import thread_count
@@ -74,9 +74,6 @@ class Simulation:
                  dims=None, balance=1.2, check_ids=False, scheme=None):
         if not isinstance(domain, Domain):
             raise InputError("domain must be a pdem.Domain, got %r" % (domain,))
-        if isinstance(dt, bool) or not isinstance(dt, numbers.Real):
-            raise InputError("dt must be a positive finite number, got %r" % (dt,))
-        dt = validate.positive("dt", dt)        # numpy scalars too (np.float32 -> float)
         g = validate.vector("gravity", gravity)
         if balance is not None and not (isinstance(balance, (int, float)) and balance > 1.0):
             raise InputError("balance must be a threshold > 1 (max/mean particles per rank) "
@@ -92,7 +89,7 @@ class Simulation:
                              "pdem.NSCD(...)), got %r" % (scheme,))
         self.scheme = Explicit() if scheme is None else scheme
         self.domain = domain
-        self.dt = float(dt)
+        self.dt = dt
         self.gravity = g if domain.dim == 3 else np.array([g[0], g[1], 0.0])
         self.comm = MPI.COMM_WORLD if comm is None else comm
         self.collective = Collective(self.comm)
@@ -103,6 +100,7 @@ class Simulation:
         self.check_ids = check_ids
         self.n_balances = 0
         self.n_migrated = 0                      # particles this rank sent to others
+        self.external = editing.ExternalLoads()  # set_external_load
         self.events = Events(self)               # sim.events.at / every / when
         self.stopped = False                     # set by stop(), reset by run()
         self.n_removed = 0                       # particles removed by lost='remove' (all ranks)
@@ -213,13 +211,8 @@ class Simulation:
                                  % (i, fmt(pos[i]), k, -d[i], fmt(self.planes.normal[k])))
         new["orient"][:, 0] = 1.0
         new["radius"][:] = r
-        if dim == 3:
-            new["mass"][:] = 4.0 / 3.0 * math.pi * r ** 3 * mat.density if masses is None \
-                else masses
-            new["inertia"][:] = 0.4 * new["mass"] * r * r
-        else:   # disks per unit thickness, moving in the xy plane
-            new["mass"][:] = math.pi * r ** 2 * mat.density if masses is None else masses
-            new["inertia"][:] = 0.5 * new["mass"] * r * r
+        new["mass"][:], new["inertia"][:] = mass_and_inertia(r, mat.density, dim, masses)
+        if dim == 2:    # disks per unit thickness, moving in the xy plane
             new["blocked"][:] = DOF_BITS["z"] | DOF_BITS["rx"] | DOF_BITS["ry"]
             new["vel"][:, 2] = 0.0
             new["angvel"][:, :2] = 0.0
@@ -524,6 +517,42 @@ class Simulation:
             if block:
                 self.store.blocked[idx] |= 56
 
+    # ---------------------------------------------------------------- editing
+    def remove(self, ids=None, region=None):
+        """Delete particles by id and/or with their centre in `region` (a pdem region), with
+        their contacts, bonds and external loads, at once; returns how many. Collective."""
+        return editing.remove(self, ids, region)
+
+    def set_radius(self, ids, radius):
+        """New radii (one, or one per id); mass and inertia follow at the same density.
+        Collective."""
+        editing.set_radius(self, ids, radius)
+
+    def set_material(self, ids, material):
+        """A new material; mass and inertia follow from its density. Collective."""
+        editing.set_material(self, ids, material)
+
+    def set_external_load(self, ids, force=None, torque=None):
+        """A force and torque (one, or one per id) added to these particles every step,
+        replacing any given before (zero removes it); explicit scheme. Collective."""
+        self.external.set(self, ids, force, torque)
+
+    @property
+    def dt(self):
+        return self._dt
+
+    @dt.setter
+    def dt(self, value):
+        """A new time step (also after a restart): checked against the critical step at
+        the next step; the clock goes on from the current time."""
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise InputError("dt must be a positive finite number, got %r" % (value,))
+        value = validate.positive("dt", value)  # numpy scalars too (np.float32 -> float)
+        if hasattr(self, "collective"):
+            self.collective.same("dt", dt=value)
+        self._dt = value
+        self._checked_dt = False
+
     # ---------------------------------------------------------------- running
     def run(self, steps=None, until=None):
         """Advance by `steps` steps or until time `until` (the first step whose time
@@ -625,6 +654,8 @@ class Simulation:
         for kind in self.interactions.values():
             if not (skip_in_pass and kind.in_pass):
                 kind.add_forces(f, t, self.lever_flags, self.threads)
+        if self.external:
+            self.external.add(self, f, t)
 
     def _coincident(self, i):
         """Id of another particle (owned or ghost) whose centre coincides with local
@@ -635,7 +666,7 @@ class Simulation:
         return int(st.id[near[0]]) if len(near) else None
 
     # ---------------------------------------------------------------- neighbors
-    def _rebuild(self, restore=False, reach=0.0):
+    def _rebuild(self, restore=False, reach=0.0, drop=None):
         """Wrap, handle lost particles, balance, migrate, build ghosts and the lists of
         every interaction kind, carry contact state over (collective). reach: a list
         skin of at least this (bond_contacts' gap). restore: the
@@ -652,10 +683,13 @@ class Simulation:
         else:
             own["pos"] = own["pos"].copy()              # wrapped in place
             wrap(own["pos"], dom.lo, dom.hi, dom.periodic)
-            own, new_index, removed = handle_lost(self, own)
-            if self.check_ids:
-                self._ids = np.setdiff1d(self._ids, self.collective.allgather(
-                    {"id": removed})["id"])
+            own, new_index, removed = handle_lost(self, own, drop)
+            bonds = self.interactions["bond"]
+            if self.check_ids or bonds.any:
+                removed = self.collective.allgather({"id": removed})["id"]
+                if self.check_ids:
+                    self._ids = np.setdiff1d(self._ids, removed)
+                bonds.forget(removed)
         rmax, bond = self.collective.max(np.array([
             float(own["radius"].max()) if len(own["radius"]) else 0.0,
             self.interactions["bond"].reach()]))

@@ -9,7 +9,8 @@ next id, options) and JSON of the domain, materials, pair overrides, time-steppi
 scheme ({"name", "options"}: pdem.scheme.from_description) and bonds (bond materials,
 the longest bond), `events_fired` (JSON: names of the once-events that have fired,
 pdem/events.py); `bonds_broken/<field>` the record of broken bonds;
-`planes/{point,normal,vel,material}`; `segments/{a,b,material}` and
+`planes/{point,normal,vel,material}`; `external/{ids,force,torque}` the external loads
+(pdem/editing.py); `segments/{a,b,material}` and
 `points/{a,b,material}` (2D boundary segments and points, a == b); `particles/<field>` for every field of
 pdem.particles.FIELDS plus `build_pos`, the position at the last neighbor build
 (rows in no particular order; ids stored); `interactions/<kind>/{key,active,state}`
@@ -97,6 +98,8 @@ def write(sim, path):
         planes = f.create_group("planes")
         for name in ("point", "normal", "vel", "material"):
             planes.create_dataset(name, data=getattr(sim.planes, name))  # identical on all ranks
+        for name in ("ids", "force", "torque"):          # identical on all ranks too
+            f.create_dataset("external/" + name, data=getattr(sim.external, name))
         for group in ("segments", "points"):
             for name in ELEMENT_FIELDS:
                 f.create_dataset(group + "/" + name, data=getattr(getattr(sim, group), name))
@@ -194,6 +197,9 @@ def read(path, simulation, comm=None, threads=None, dims=None):
             sim.pair(i, j, **params)
         for name in ("point", "normal", "vel", "material"):
             setattr(sim.planes, name, f["planes/" + name][...])
+        if "external" in f:
+            for name in ("ids", "force", "torque"):
+                setattr(sim.external, name, f["external/" + name][...])
         for group in ("segments", "points"):
             for name in ELEMENT_FIELDS:
                 setattr(getattr(sim, group), name, np.ascontiguousarray(f[group + "/" + name][...]))
