@@ -24,6 +24,19 @@ class Explicit(Scheme):
     """Explicit DEM: forces at t from every interaction kind, then the kick."""
     name = "explicit"
 
+    def reach(self, sim, radius):
+        """Distance added to the Verlet skin: a JKR contact holds in tension down to the
+        pull-off distance |d_c| = reach cbrt(R*) (pyx/laws.pxd), so the lists and ghosts
+        must see pairs that far apart (R* <= r_max; collective, only when a pair law has
+        a reach: every rank has the same table)."""
+        if not sim.materials.materials:
+            return 0.0
+        reach = sim.materials.table()[:, COL["reach"]]
+        if not np.any(reach > 0.0):
+            return 0.0
+        rmax = sim.collective.max(float(radius.max()) if len(radius) else 0.0)
+        return float(np.nanmax(reach)) * rmax ** (1.0 / 3.0)
+
     def check(self, sim):
         if sim.check_timestep:
             check_timestep(sim)
