@@ -309,3 +309,17 @@ def test_critical_time_step_still_checked_with_jkr():
     sim.add_spheres([[0, 0, 0], [0.003, 0, 0]], r, "m")
     with pytest.raises(pdem.InputError, match="critical time step"):
         sim.step()
+
+
+def test_jkr_refused_against_mesh_walls_dmt_allowed():
+    from pdem.contact import shapes
+    for coh, refused in (("jkr", True), ("dmt", False)):
+        sim = pdem.Simulation(pdem.Domain((-0.1,) * 3, (0.1,) * 3), dt=1e-6, threads=1)
+        sim.material("m", RHO, law="hertz", young=E, poisson=NU, cohesion=coh, surface_energy=W)
+        sim.add_mesh_wall(shapes.box((-0.04, -0.04, 0.0), (0.04, 0.04, 0.1), 3), "m")
+        sim.add_spheres([[0.0, 0.0, 0.05]], 1e-3, "m")
+        if refused:
+            with pytest.raises(pdem.InputError, match="'jkr' is not available against mesh"):
+                sim.step()
+        else:
+            sim.step()
