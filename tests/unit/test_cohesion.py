@@ -323,3 +323,29 @@ def test_jkr_refused_against_mesh_walls_dmt_allowed():
                 sim.step()
         else:
             sim.step()
+
+
+def test_jkr_contact_in_tension_survives_a_restart(tmp_path):
+    """Checkpoint while a JKR contact is held in tension (beyond touching): the restarted
+    run keeps it and continues with the same bits as the uninterrupted one."""
+    from mpi4py import MPI
+    radii, step = (1e-3, 1e-3), 2e-9
+
+    def start():
+        sim, ids = two_bodies("jkr", radii, 1e-7, surface_energy=W)
+        v = np.zeros((2, 3))
+        v[1, 0] = step / DT
+        sim.set_velocity(ids, v, block=True)
+        return sim
+
+    whole = start()
+    whole.run(steps=400)                    # 0.8 um: in tension, |d_c| = 0.9 um
+    assert whole.contacts()["overlap"][0] < -0.5e-6
+    path = str(tmp_path / "coh.h5")
+    whole.checkpoint(path)
+    resumed = pdem.restart(path, comm=MPI.COMM_SELF, threads=1)
+    for sim in (whole, resumed):
+        sim.run(steps=30)
+    a, b = whole.contacts(), resumed.contacts()
+    assert len(a["id1"]) == 1 and a["overlap"][0] < -0.5e-6
+    assert np.array_equal(a["force"], b["force"]) and np.array_equal(a["overlap"], b["overlap"])
