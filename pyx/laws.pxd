@@ -23,7 +23,8 @@
 #     kernels keep an active pair to that separation: P_REACH). Coulomb limit
 #     mu |F_e + 3 pi W R*| (LAMMPS pair granular: |F_ne + 2 F_pulloff|).
 #   linear: - k_c A, A = 2 pi R* d (the overlap circle's area to first order in d;
-#     LIGGGHTS cohesion sjkr); the Coulomb limit sees the repulsive part only.
+#     LIGGGHTS cohesion sjkr). Coulomb limit mu (repulsive part + k_c A), as for DMT
+#     mu (repulsive part + 2 pi W R*): cohesion presses the surfaces together.
 from vecmath cimport v3, V
 from libc.math cimport sqrt, cbrt, M_PI
 
@@ -138,7 +139,10 @@ cdef inline double law_eval(const double* P, double m_eff, double r_eff,
             fc = fc + 2.0 * M_PI * P[P_WORK] * r_eff
             fn = fn - 2.0 * M_PI * P[P_WORK] * r_eff
         elif coh == COH_LINEAR:
-            fn = fn - P[P_COH_K] * 2.0 * M_PI * r_eff * d
+            # as LIGGGHTS' default (tangential_reduce off): the limit sees the pull too
+            a = P[P_COH_K] * 2.0 * M_PI * r_eff * d
+            fc = fc + a
+            fn = fn - a
     # tangential spring-dashpot with Coulomb cap on the total tangential force
     fs_y = -kt * (u.y - u0[0].y) - ct * udot.y
     fs_z = -kt * (u.z - u0[0].z) - ct * udot.z

@@ -177,24 +177,37 @@ def test_linear_cohesion_force():
                                rtol=1e-9, atol=1e-15)
 
 
-def test_jkr_sliding_limit():
-    """Coulomb limit of a JKR contact: mu |F_e + 3 pi W R*| (LAMMPS pair granular:
-    |F_ne + 2 F_pulloff|). A sphere held at zero overlap slides tangentially."""
-    mu, radii = 0.4, (1e-3, 1e-3)
+@pytest.mark.parametrize("cohesion", ["jkr", "dmt", "linear"])
+def test_sliding_limit(cohesion):
+    """Coulomb limit with cohesion: JKR mu |F_e + 3 pi W R*| (LAMMPS pair granular:
+    |F_ne + 2 F_pulloff|); DMT mu (F_hertz + 2 pi W R*); linear mu (k_n d + k_c A) (the
+    limit sees the cohesive pull, LIGGGHTS' default). A sphere pressed on another slides
+    tangentially (rotations blocked), without damping."""
+    mu, radii, kn, kc = 0.4, (1e-3, 1e-3), 1e3, 2e4
     rs, es = reduced(radii, False), ESTAR_SAME
-    sim, ids = two_bodies("jkr", radii, 1e-12, surface_energy=W, friction=mu)
+    if cohesion == "linear":
+        sim, ids = two_bodies("linear", radii, 1e-5, law="hooke", kn=kn, cohesion_density=kc,
+                              friction=mu)
+    else:
+        sim, ids = two_bodies(cohesion, radii, 1e-7, surface_energy=W, friction=mu)
     v = np.zeros((2, 3))
     v[1, 1] = 0.05
     sim.set_velocity(ids, v, block=True)
     sim.block(ids, ["rx", "ry", "rz"])                  # pure sliding, no rolling
-    for _ in range(100):
-        sim.step()
+    sim.run(steps=600 if cohesion == "linear" else 100)  # slipping after 300 / 10 steps
     c = sim.contacts()
-    f, n = c["force"][0], c["normal"][0]
+    f, n, d = c["force"][0], c["normal"][0], c["overlap"][0]
     ft = np.linalg.norm(f - np.dot(f, n) * n)
-    fe = jkr_closed_form(c["overlap"][0], rs, es, W)[1]
-    assert np.dot(f, n) == pytest.approx(fe, rel=1e-9)
-    assert ft == pytest.approx(mu * abs(fe + 3 * math.pi * W * rs), rel=1e-9)
+    if cohesion == "jkr":
+        fe = jkr_closed_form(d, rs, es, W)[1]
+        want = mu * abs(fe + 3 * math.pi * W * rs)
+    elif cohesion == "dmt":
+        hertz = 4.0 / 3.0 * es * math.sqrt(rs) * d ** 1.5
+        fe, want = hertz - 2 * math.pi * W * rs, mu * (hertz + 2 * math.pi * W * rs)
+    else:
+        fe, want = (kn - kc * 2 * math.pi * rs) * d, mu * (kn + kc * 2 * math.pi * rs) * d
+    assert d > 0 and np.dot(f, n) == pytest.approx(fe, rel=1e-9)
+    assert ft == pytest.approx(want, rel=1e-9)
 
 
 def falling(cohesion=None, law="hertz", restitution=0.5, friction=0.5, **params):
