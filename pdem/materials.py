@@ -165,6 +165,21 @@ def mix(m1, m2):
         limit_damping=m1.limit_damping or m2.limit_damping)
 
 
+def _mix_over(a, b, over):
+    """mix() of a pair whose overrides `over` set the law or the cohesion model: the
+    materials' other values mix as if both had that law and model (a cohesion model set
+    for the pair takes W and k_c from the materials' values, zero where one has none)."""
+    changed = {k: over[k] for k in ("law", "cohesion") if k in over}
+    if changed:
+        a, b = replace(a, **changed), replace(b, **changed)
+    p = mix(a, b)
+    if p["cohesion"] != "linear":            # each model keeps its own parameter only
+        p["cohesion_density"] = 0.0
+    if p["cohesion"] not in ("dmt", "jkr"):
+        p["surface_energy"] = 0.0
+    return p
+
+
 def damping_ratio_linear(e):
     """zeta of a linear spring-dashpot giving restitution e (closed form)."""
     if e <= 0.0:
@@ -263,11 +278,10 @@ class MaterialTable:
         if unknown:
             raise InputError("unknown pair parameter(s) %s for (%r, %r)" % (sorted(unknown), a.name, b.name))
         if {"cohesion", "surface_energy", "cohesion_density"} & set(params):
-            law = params.get("law", a.law if a.law == b.law else None)
-            p = mix(replace(a, law=law), replace(b, law=law)) if law is not None else {
-                "cohesion": None, "surface_energy": 0.0, "cohesion_density": 0.0}
-            if "cohesion" in params and params["cohesion"] != p["cohesion"]:
-                p["surface_energy"] = p["cohesion_density"] = 0.0
+            try:
+                p = _mix_over(a, b, params)
+            except InputError:               # different laws or models, not set here
+                p = {"cohesion": None, "surface_energy": 0.0, "cohesion_density": 0.0}
             p.update(params)
             check_cohesion("pair (%r, %r)" % (a.name, b.name), p["cohesion"],
                            p["surface_energy"], p["cohesion_density"], self.stiffness)
@@ -279,8 +293,7 @@ class MaterialTable:
         """Resolved parameters of a pair (after mixing and overrides)."""
         key = (min(a.index, b.index), max(a.index, b.index))
         over = self.overrides.get(key, {})
-        base = mix(a, b) if "law" not in over else mix(replace(a, law=over["law"]),
-                                                        replace(b, law=over["law"]))
+        base = _mix_over(a, b, over)
         base.update(over)
         estar, gstar = _moduli(a, b)
         return base, estar, gstar
@@ -358,7 +371,8 @@ class MaterialTable:
                     try:
                         t[a.index * n + b.index] = self.row(a, b)
                     except InputError:
-                        if a.law == b.law:
+                        if a.law == b.law and (a.cohesion == b.cohesion or a.cohesion is None
+                                               or b.cohesion is None):
                             raise
                         t[a.index * n + b.index] = np.nan   # never in contact, checked at use
             self._table = t

@@ -289,6 +289,20 @@ def test_bad_pair_cohesion_and_jkr_needs_hertz():
         sim.materials.table()
 
 
+def test_different_cohesion_models_need_a_pair_setting():
+    sim = pdem.Simulation(pdem.Domain((-0.01,) * 3, (0.01,) * 3), dt=1e-6, threads=1)
+    sim.material("a", RHO, law="hertz", young=E, cohesion="jkr", surface_energy=W)
+    sim.material("b", RHO, law="hertz", young=E, cohesion="dmt", surface_energy=W)
+    sim.add_spheres([[0, 0, 0]], 1e-3, "a")
+    sim.add_spheres([[1.9e-3, 0, 0]], 1e-3, "b")
+    with pytest.raises(pdem.InputError, match="'a' and 'b' use different cohesion models"):
+        sim.step()
+    sim.pair("a", "b", cohesion="dmt", surface_energy=0.05)
+    sim.step()
+    assert sim.contacts()["force"][0][0] == pytest.approx(
+        4 / 3 * ESTAR_SAME * math.sqrt(5e-4) * 1e-4 ** 1.5 - 2 * math.pi * 0.05 * 5e-4, rel=1e-6)
+
+
 def test_cohesion_refused_in_2d_and_nscd():
     with pytest.raises(pdem.InputError, match="2D disks"):
         sim3d(dim=2).material("m", 1000.0, kn=1e3, cohesion="dmt", surface_energy=0.1)
@@ -309,8 +323,15 @@ def test_pair_cohesion_mixing():
     assert t[0 * 3 + 1, col["work"]] == pytest.approx(0.06, rel=1e-14)
     assert t[0 * 3 + 1, col["cohesion"]] == 2 and t[0 * 3 + 2, col["cohesion"]] == 0
     sim.pair("a", "c", cohesion="dmt", surface_energy=0.5)
+    sim.pair("a", "b", cohesion="dmt")              # W still mixed from the materials
     t = sim.materials.table()
     assert t[0 * 3 + 2, col["cohesion"]] == 1 and t[2 * 3 + 0, col["work"]] == 0.5
+    assert t[0 * 3 + 1, col["cohesion"]] == 1
+    assert t[0 * 3 + 1, col["work"]] == pytest.approx(0.06, rel=1e-14)
+    sim.pair("a", "b", cohesion="linear", cohesion_density=3.0)
+    t = sim.materials.table()
+    assert t[1 * 3 + 0, col["cohesion"]] == 3 and t[1 * 3 + 0, col["coh_k"]] == 3.0
+    assert t[1 * 3 + 0, col["work"]] == 0.0
 
 
 def test_critical_time_step_still_checked_with_jkr():
