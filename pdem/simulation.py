@@ -113,6 +113,7 @@ class Simulation:
         self.check_timestep = check_timestep
         self.max_overlap = float(max_overlap)
         self.materials = MaterialTable(stiffness=self.scheme.stiffness)
+        self.materials.planar = domain.dim == 2
         self.planes = Planes()
         self.segments = Segments()               # 2D boundary segments (seed 003)
         self.points = Segments()                 # 2D zero-radius boundary points
