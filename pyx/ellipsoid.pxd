@@ -130,6 +130,14 @@ cdef inline double max3(double a, double b, double c) noexcept nogil:
     return a if (a >= b and a >= c) else (b if b >= c else c)
 
 
+cdef inline bint ell_valid(const Ell* e, bint planar) noexcept nogil:
+    """Positive finite semi-axes, finite rotation (False for any NaN)."""
+    cdef double m = (e.M.r0.x + e.M.r0.y + e.M.r0.z + e.M.r1.x + e.M.r1.y + e.M.r1.z
+                     + e.M.r2.x + e.M.r2.y + e.M.r2.z)
+    return (e.a2.x > 0.0 and e.a2.y > 0.0 and (planar or e.a2.z > 0.0) and isfinite(e.a2.x)
+            and isfinite(e.a2.y) and isfinite(e.a2.z) and isfinite(m))
+
+
 cdef inline void cn_eval(const Ell* e1, const Ell* e2, v3 d0, v3 n, v3* s1, v3* s2,
                          double* h1, double* h2, double* g, v3* d) noexcept nogil:
     h1[0] = ell_support(e1, n, s1)
@@ -154,7 +162,7 @@ cdef inline void cn_solve(const Ell* e1, const Ell* e2, v3 n0, bint planar, doub
     L = sqrt(max3(max3(e1.a2.x, e1.a2.y, 0.0 if planar else e1.a2.z),
                   max3(e2.a2.x, e2.a2.y, 0.0 if planar else e2.a2.z), 0.0))
     res.iters = 0
-    if not (L > 0.0 and isfinite(L) and isfinite(vdot(d0, d0))):
+    if not (ell_valid(e1, planar) and ell_valid(e2, planar) and isfinite(vdot(d0, d0))):
         res.status = CN_BAD_INPUT
         res.gap = 0.0
         return
