@@ -32,8 +32,12 @@
 # normal does not lower g (to round-off); otherwise lam grows (x4) until it does, and
 # shrinks again (/4) after accepted steps. Steps are capped at |delta| <= 0.5.
 # Converged when |F| <= tol L (L = largest semi-axis of the two) at a point where the
-# Hessian says maximum; at a saddle/minimum the solve steps off along the eigenvector
-# of the smallest eigenvalue. The iteration cap turns into status CN_FAILED.
+# Hessian says maximum, or right after an undamped Newton step with |delta|^2 <= tol/100
+# (quadratic convergence: the remaining error is ~ |delta|^2, which saves the last
+# Hessian); at a saddle/minimum the solve steps off along the eigenvector of the
+# smallest eigenvalue. The iteration cap turns into status CN_FAILED. Iterations =
+# Newton/LM steps taken (trial normals evaluated); 0 when the initial normal already
+# satisfies the test (or separates the bodies).
 from vecmath cimport v3, m33, quat, V, vadd, vsub, vscale, vneg, vdot, vcross, vnorm, \
     mdot, mtdot, q2m
 from libc.math cimport sqrt, fabs, isfinite
@@ -48,6 +52,7 @@ ctypedef struct Ell:
     v3 o      # centre (world)
     m33 M     # rows: body axes in world coordinates
     v3 a2     # squared semi-axes
+    m33 A     # M^T D M (symmetric): the support map is s(n) = A n / sqrt(n.A n)
 
 ctypedef struct CNResult:
     v3 n      # unit normal, from body 1 to body 2
@@ -56,10 +61,17 @@ ctypedef struct CNResult:
     double gap    # n.(c2 - c1): negative = overlap
     double R1[3]  # radius-of-curvature tensors of body 1 and 2 at c1, c2 in the final
     double R2[3]  # tangent basis (t1, t2): (11, 12, 22); planar: R_11 only
-    v3 t1
+    v3 t1        # the tangent basis of R1, R2
     v3 t2
     int iters
     int status
+
+
+cdef inline void ell_shape_matrix(Ell* e) noexcept nogil:
+    """A = M^T D M, computed once per body and pair: A_ij = sum_k a2_k M_ki M_kj."""
+    e.A.r0 = mtdot(e.M, V(e.a2.x * e.M.r0.x, e.a2.y * e.M.r1.x, e.a2.z * e.M.r2.x))
+    e.A.r1 = mtdot(e.M, V(e.a2.x * e.M.r0.y, e.a2.y * e.M.r1.y, e.a2.z * e.M.r2.y))
+    e.A.r2 = mtdot(e.M, V(e.a2.x * e.M.r0.z, e.a2.y * e.M.r1.z, e.a2.z * e.M.r2.z))
 
 
 cdef inline Ell ell_make(const double* o, const double* q, const double* a) noexcept nogil:
@@ -70,6 +82,7 @@ cdef inline Ell ell_make(const double* o, const double* q, const double* a) noex
     e.o = V(o[0], o[1], o[2])
     e.M = q2m(qq)
     e.a2 = V(a[0] * a[0], a[1] * a[1], a[2] * a[2])
+    ell_shape_matrix(&e)
     return e
 
 
@@ -85,15 +98,15 @@ cdef inline Ell ell2_make(const double* o, const double* q, const double* a) noe
     e.M.r1 = V(-s, c, 0.0)
     e.M.r2 = V(0.0, 0.0, 1.0)
     e.a2 = V(a[0] * a[0], a[1] * a[1], 0.0)
+    ell_shape_matrix(&e)
     return e
 
 
 cdef inline double ell_support(const Ell* e, v3 n, v3* s) noexcept nogil:
     """s = c(n) - o (world), returns h(n) = n.s = sqrt(n^T M^T D M n) (seed 002)."""
-    cdef v3 nb = mdot(e.M, n)
-    cdef v3 an = V(e.a2.x * nb.x, e.a2.y * nb.y, e.a2.z * nb.z)
-    cdef double h = sqrt(vdot(nb, an))
-    s[0] = mtdot(e.M, vscale(an, 1.0 / h))
+    cdef v3 an = mdot(e.A, n)
+    cdef double h = sqrt(vdot(n, an))
+    s[0] = vscale(an, 1.0 / h)
     return h
 
 
@@ -103,11 +116,11 @@ cdef inline void ell_radii(const Ell* e, v3 s, double h, v3 t1, v3 t2, double* R
     A = M^T D M. ds/dn is the inverse of the Weingarten map (the support map is the
     inverse Gauss map), so the eigenvalues of R are the principal radii of curvature.
     R[0] = R_11, R[1] = R_12, R[2] = R_22."""
-    cdef v3 b1 = mdot(e.M, t1), b2 = mdot(e.M, t2)
+    cdef v3 b1 = mdot(e.A, t1), b2 = mdot(e.A, t2)
     cdef double p1 = vdot(t1, s), p2 = vdot(t2, s), ih = 1.0 / h
-    R[0] = (e.a2.x * b1.x * b1.x + e.a2.y * b1.y * b1.y + e.a2.z * b1.z * b1.z - p1 * p1) * ih
-    R[1] = (e.a2.x * b1.x * b2.x + e.a2.y * b1.y * b2.y + e.a2.z * b1.z * b2.z - p1 * p2) * ih
-    R[2] = (e.a2.x * b2.x * b2.x + e.a2.y * b2.y * b2.y + e.a2.z * b2.z * b2.z - p2 * p2) * ih
+    R[0] = (vdot(t1, b1) - p1 * p1) * ih
+    R[1] = (vdot(t1, b2) - p1 * p2) * ih
+    R[2] = (vdot(t2, b2) - p2 * p2) * ih
 
 
 cdef inline void tangent_basis(v3 n, v3* t1, v3* t2) noexcept nogil:
@@ -155,6 +168,7 @@ cdef inline void cn_solve(const Ell* e1, const Ell* e2, v3 n0, bint planar, doub
     cdef double h1, h2, g, h1t, h2t, gt, R1[3], R2[3], H11, H12, H22, F1, F2, lam = 0.0
     cdef double L, tr, det, disc, emin, mu, a11, a22, dl1, dl2, dn, slack, ev1, ev2, en
     cdef int it = 0, kind
+    cdef bint pd
     R1[0] = R1[1] = R1[2] = R2[0] = R2[1] = R2[2] = 0.0
     t1 = V(0.0, 0.0, 0.0)
     t2 = t1
@@ -194,19 +208,25 @@ cdef inline void cn_solve(const Ell* e1, const Ell* e2, v3 n0, bint planar, doub
         H11 = R1[0] + R2[0] + g
         H12 = 0.0 if planar else R1[1] + R2[1]
         H22 = 1.0 if planar else R1[2] + R2[2] + g
-        # smallest eigenvalue of the symmetric 2x2 Hessian (up to sign) and its vector
-        tr = 0.5 * (H11 + H22)
-        disc = sqrt(0.25 * (H11 - H22) * (H11 - H22) + H12 * H12)
-        emin = tr - disc
-        if planar:
-            emin = H11
-        if F1 * F1 + F2 * F2 <= tol * tol * L * L and emin > 1e-12 * L:
+        # positive definite (a maximum of g) without an eigenvalue: H11 > 0, det > 0
+        det = H11 * H22 - H12 * H12
+        pd = H11 > 1e-12 * L and det > 1e-12 * L * (H11 + H22)
+        if F1 * F1 + F2 * F2 <= tol * tol * L * L and pd:
             res.status = CN_CONVERGED
             break
         if it >= max_iter:
             break
         it += 1
         kind = 0
+        mu = lam
+        if F1 * F1 + F2 * F2 <= tol * tol * L * L or not (det > 1e-6 * L * (H11 + H22)
+                                                        and H11 > 0.0):
+            # smallest eigenvalue (det / (H11 + H22) bounds it from below when positive)
+            tr = 0.5 * (H11 + H22)
+            disc = sqrt(0.25 * (H11 - H22) * (H11 - H22) + H12 * H12)
+            emin = H11 if planar else tr - disc
+            if emin + mu <= 1e-6 * L:
+                mu = 1e-6 * L - emin + lam
         if F1 * F1 + F2 * F2 <= tol * tol * L * L:
             # stationary but not a maximum of g: step off along the worst direction
             kind = 1
@@ -222,10 +242,7 @@ cdef inline void cn_solve(const Ell* e1, const Ell* e2, v3 n0, bint planar, doub
                 en = 0.5 / sqrt(ev1 * ev1 + ev2 * ev2)
                 dl1 = ev1 * en; dl2 = ev2 * en
         else:
-            # (H + mu I) delta = F with H + mu I positive definite
-            mu = lam
-            if emin + mu <= 1e-6 * L:
-                mu = 1e-6 * L - emin + lam
+            # (H + mu I) delta = F with H + mu I positive definite (mu = 0: Newton)
             a11 = H11 + mu; a22 = H22 + mu
             if planar:
                 dl1 = F1 / a11; dl2 = 0.0
@@ -245,6 +262,12 @@ cdef inline void cn_solve(const Ell* e1, const Ell* e2, v3 n0, bint planar, doub
             lam = 0.25 * lam
             if lam < 1e-9 * L:
                 lam = 0.0
+            if kind == 0 and mu == 0.0 and dl1 * dl1 + dl2 * dl2 <= 0.01 * tol:
+                # a full Newton step this small leaves an error ~ |delta|^2 (quadratic
+                # convergence): done, without a new Hessian (R1, R2, t1, t2 stay those
+                # of the previous iterate, |delta| away)
+                res.status = CN_CONVERGED
+                break
         else:                                  # Levenberg-Marquardt: damp and retry
             lam = 4.0 * lam if lam > 0.0 else 1e-2 * (fabs(tr) + L)
     res.n = n
