@@ -12,10 +12,10 @@ Tolerances (L = largest semi-axis, 0.3 <= a_i <= 1.5 here):
   * closed forms: 1e-12 L;
   * separated pairs: the kernel's gap is certified to 1e-11 L by its own witness points
     (on the surfaces to 1e-13) and a separating plane checked with the numpy support
-    function, and equals the brute-force minimum distance to 1e-8 L (the brute force's
-    own resolution);
+    function, and equals the brute-force minimum distance to 1e-11 L (measured: 5e-15);
   * overlapping pairs: c1, c2 on the surfaces, both surface normals parallel to n and
-    c2 - c1 = gap n to 1e-10; -gap equals the dense-search penetration depth to 1e-8 L.
+    c2 - c1 = gap n to 1e-10; -gap equals the dense-search penetration depth to 1e-11 L
+    (measured: 1e-15, for depths up to 0.76 L).
 """
 import math
 
@@ -416,7 +416,7 @@ def test_separated_pairs_distance(planar, brute):
     brute = (brute_distance_2d if planar else brute_distance_3d)(
         x2[:k], q1[:k], a1[:k], q2[:k], a2[:k])
     err = np.abs(brute - gap[:k]) / L[:k]
-    assert np.max(err) < 1e-8, np.max(err)
+    assert np.max(err) < 1e-11, np.max(err)
 
 
 @pytest.mark.parametrize("planar,dense", [(True, 300), (False, 200),
@@ -448,7 +448,7 @@ def test_overlapping_pairs(planar, dense):
     best, _ = dense_max_gap(x2[:k], q1[:k], aa1[:k], q2[:k], aa2[:k], planar)
     err = (best - gap[:k]) / L[:k]
     # the kernel's solution is a local maximum of g; the dense search finds the global
-    assert np.max(np.abs(err)) < 1e-8, (np.max(np.abs(err)), np.mean(np.abs(err) > 1e-8))
+    assert np.max(np.abs(err)) < 1e-11, (np.max(np.abs(err)), np.mean(np.abs(err) > 1e-11))
 
 
 @pytest.mark.parametrize("planar", [True, False])
@@ -508,6 +508,30 @@ def test_warm_start(planar):
 
 
 # ---------------------------------------------------------------- robustness
+@pytest.mark.parametrize("planar", [True, False])
+def test_extreme_shapes_converge(planar):
+    """Aspect ratios up to 50 and overlaps up to 70 % of the touching distance, cold
+    start: every solve converges within the cap of 50 (measured max 45 in 2D, 28 in 3D
+    on 20000 pairs), to a true common normal (surface normals parallel to n)."""
+    rng = np.random.default_rng(51 + planar)
+    m = 3000
+    q1, a1 = random_bodies(rng, m, planar, 0.02, 1.0)
+    q2, a2 = random_bodies(rng, m, planar, 0.02, 1.0)
+    u = rng.normal(size=(m, 3))
+    if planar:
+        u[:, 2] = 0
+        a1[:, 2] = a2[:, 2] = 1.0
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    k = [1, 1, 0] if planar else 1
+    x2 = u * ((h_np(u, q1, a1 * k) + h_np(u, q2, a2 * k)) * rng.uniform(0.3, 1.3, m))[:, None]
+    out = E.solve_pairs(np.zeros(3), q1, a1, x2, q2, a2, planar=planar)
+    assert np.all(out["status"] == CONVERGED), np.bincount(out["status"])
+    _, n1 = f_np(out["point1"], 0 * x2, q1, a1)
+    _, n2 = f_np(out["point2"], x2, q2, a2)
+    assert np.max(np.abs(n1 - out["normal"])) < 1e-9 and np.max(np.abs(n2 + out["normal"])) < 1e-9
+    print("iterations mean %.2f max %d" % (out["iters"].mean(), out["iters"].max()))
+
+
 def test_failure_and_bad_input_are_reported():
     """An iteration cap that is too small gives status failed (counted by the batch),
     never a silent result; non-finite or zero semi-axes give bad_input."""
