@@ -165,7 +165,9 @@ cdef inline void cn_solve(const Ell* e1, const Ell* e2, v3 n0, bint planar, doub
     plane, one unknown angle, t2 unused). n0: initial normal (the last step's normal,
     or anything non-finite/zero for a cold start from o2 - o1). See the file header."""
     cdef v3 d0 = vsub(e2.o, e1.o), n, s1, s2, d, t1, t2, nt, s1t, s2t, dt
-    cdef double h1, h2, g, h1t, h2t, gt, R1[3], R2[3], H11, H12, H22, F1, F2, lam = 0.0
+    cdef double R1[3]
+    cdef double R2[3]
+    cdef double h1, h2, g, h1t, h2t, gt, H11, H12, H22, F1, F2, lam = 0.0
     cdef double L, tr, det, disc, emin, mu, a11, a22, dl1, dl2, dn, slack, ev1, ev2, en
     cdef int it = 0, kind
     cdef bint pd

@@ -96,7 +96,8 @@ cdef void _plane_one(Py_ssize_t k, int p, int w, const double[:, ::1] pos,
                      double[:, ::1] point2, double[::1] radius, bint planar) noexcept nogil:
     cdef Ell e
     cdef v3 mm, s, t1, t2
-    cdef double h, g, R[3]
+    cdef double h, g
+    cdef double R[3]
     cdef double Z[3]
     Z[0] = 0.0; Z[1] = 0.0; Z[2] = 0.0
     if planar:

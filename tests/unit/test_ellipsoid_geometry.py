@@ -532,6 +532,41 @@ def test_extreme_shapes_converge(planar):
     print("iterations mean %.2f max %d" % (out["iters"].mean(), out["iters"].max()))
 
 
+@pytest.mark.parametrize("planar", [True, False])
+@pytest.mark.parametrize("d", [3.8, 4.5])
+def test_start_at_the_minimum_of_g(planar, d):
+    """Started exactly at n = -(o2 - o1), a stationary point of g that is its minimum
+    (F = 0, Hessian not negative definite), the solve steps off along the worst
+    direction and, by damped steps that only increase g, reaches the true normal:
+    gap = d - 2a for aligned ellipsoids on their major axis. (That normal is a maximum
+    of g only while d - 2a > -2 min(b, c)^2 / a, the sum of the smaller radii of
+    curvature there; deeper, the kernel rightly finds a shallower penetration along
+    another normal, see the next test.)"""
+    ax = np.array([2.0, 1.0, 0.7])
+    q = zquat(0.4)
+    u = np.array([math.cos(0.4), math.sin(0.4), 0.0])
+    r = E.solve_pairs(np.zeros(3), q, ax, d * u, q, ax, normal0=-u, planar=planar)
+    assert r["status"][0] == CONVERGED
+    assert abs(r["gap"][0] - (d - 4.0)) < 1e-12
+    assert np.allclose(r["normal"][0], u, atol=1e-12)
+    assert r["iters"][0] > 2
+
+
+def test_deep_overlap_takes_the_shallower_normal():
+    """Aligned ellipsoids (2, 1, 0.7) with d = 3.5 on the major axis: d - 2a = -0.5 is
+    below -2 c^2 / a = -0.49, so n = x is a saddle of g (in the z direction the radii
+    of curvature sum to 0.49 and 0.49 + g < 0) and the penetration depth is smaller
+    along a tilted normal.
+    The solve, started on the axis, leaves it and returns a larger g than -0.5, equal to
+    the dense-search maximum."""
+    ax = np.array([2.0, 1.0, 0.7])
+    r = E.solve_pairs(np.zeros(3), Q0, ax, [3.5, 0, 0], Q0, ax)
+    assert r["status"][0] == CONVERGED
+    assert r["gap"][0] > -0.5 + 1e-6
+    best, _ = dense_max_gap(np.array([[3.5, 0, 0]]), Q0[None], ax[None], Q0[None], ax[None], False)
+    assert abs(best[0] - r["gap"][0]) < 1e-12
+
+
 def test_failure_and_bad_input_are_reported():
     """An iteration cap that is too small gives status failed (counted by the batch),
     never a silent result; non-finite or zero semi-axes give bad_input."""
