@@ -171,6 +171,7 @@ cdef inline void cn_solve(const Ell* e1, const Ell* e2, v3 n0, bint planar, doub
     cdef double L, tr, det, disc, emin, mu, a11, a22, dl1, dl2, dn, slack, ev1, ev2, en
     cdef int it = 0, kind
     cdef bint pd
+    tr = 0.0; emin = 0.0; mu = 0.0; dl1 = 0.0; dl2 = 0.0
     R1[0] = R1[1] = R1[2] = R2[0] = R2[1] = R2[2] = 0.0
     t1 = V(0.0, 0.0, 0.0)
     t2 = t1
@@ -209,7 +210,7 @@ cdef inline void cn_solve(const Ell* e1, const Ell* e2, v3 n0, bint planar, doub
         ell_radii(e2, s2, h2, t1, t2, R2)
         H11 = R1[0] + R2[0] + g
         H12 = 0.0 if planar else R1[1] + R2[1]
-        H22 = 1.0 if planar else R1[2] + R2[2] + g
+        H22 = L if planar else R1[2] + R2[2] + g      # planar: a positive dummy (a length)
         # positive definite (a maximum of g) without an eigenvalue: H11 > 0, det > 0
         det = H11 * H22 - H12 * H12
         pd = H11 > 1e-12 * L and det > 1e-12 * L * (H11 + H22)
@@ -271,7 +272,7 @@ cdef inline void cn_solve(const Ell* e1, const Ell* e2, v3 n0, bint planar, doub
                 res.status = CN_CONVERGED
                 break
         else:                                  # Levenberg-Marquardt: damp and retry
-            lam = 4.0 * lam if lam > 0.0 else 1e-2 * (fabs(tr) + L)
+            lam = 4.0 * lam if lam > 0.0 else 1e-2 * (0.5 * fabs(H11 + H22) + L)
     res.n = n
     res.c1 = vadd(e1.o, s1)
     res.c2 = vsub(e2.o, s2)
