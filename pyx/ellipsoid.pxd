@@ -260,7 +260,9 @@ cdef inline void cn_solve(const Ell* e1, const Ell* e2, v3 n0, bint planar, doub
         nt = vscale(nt, 1.0 / vnorm(nt))
         cn_eval(e1, e2, d0, nt, &s1t, &s2t, &h1t, &h2t, &gt, &dt)
         slack = 8e-16 * (fabs(vdot(n, d0)) + h1 + h2)
-        if kind == 1 or gt >= g - slack:
+        # accept when g does not drop, or when the predicted gain F.delta is below the
+        # round-off of g (g cannot judge such a step; it is deep in the Newton basin)
+        if kind == 1 or gt >= g - slack or F1 * dl1 + F2 * dl2 <= slack:
             n = nt; s1 = s1t; s2 = s2t; h1 = h1t; h2 = h2t; g = gt; d = dt
             lam = 0.25 * lam
             if lam < 1e-9 * L:

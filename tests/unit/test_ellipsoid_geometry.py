@@ -510,13 +510,15 @@ def test_warm_start(planar):
 # ---------------------------------------------------------------- robustness
 @pytest.mark.parametrize("planar", [True, False])
 def test_extreme_shapes_converge(planar):
-    """Aspect ratios up to 50 and overlaps up to 70 % of the touching distance, cold
-    start: every solve converges within the cap of 50 (measured max 45 in 2D, 28 in 3D
-    on 20000 pairs), to a true common normal (surface normals parallel to n)."""
-    rng = np.random.default_rng(51 + planar)
-    m = 3000
-    q1, a1 = random_bodies(rng, m, planar, 0.02, 1.0)
-    q2, a2 = random_bodies(rng, m, planar, 0.02, 1.0)
+    """Aspect ratios up to 100 and overlaps up to 70 % of the touching distance, cold
+    start, 20000 pairs: every solve converges within the cap of 50 (measured max 29 in
+    2D, 32 in 3D), to a true common normal (surface normals parallel to n). (Before the
+    round-off acceptance rule, one thin-disk pair of this set stalled at |F| = 3e-10
+    and was reported failed.)"""
+    rng = np.random.default_rng(5)
+    m = 20000
+    q1, a1 = random_bodies(rng, m, planar, 0.01, 1.0)
+    q2, a2 = random_bodies(rng, m, planar, 0.01, 1.0)
     u = rng.normal(size=(m, 3))
     if planar:
         u[:, 2] = 0
