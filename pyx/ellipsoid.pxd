@@ -30,7 +30,9 @@
 # Levenberg-Marquardt fallback. The step solves (R1 + R2 + g I + lam I) delta = F; a
 # Newton step (lam = 0) is taken while R1 + R2 + g I is positive definite and the trial
 # normal does not lower g (to round-off); otherwise lam grows (x4) until it does, and
-# shrinks again (/4) after accepted steps. Steps are capped at |delta| <= 0.5.
+# shrinks again (/4) after accepted steps. Steps are capped at |delta| <= 0.5. A step
+# whose predicted gain F.delta is below the round-off of g is accepted regardless
+# (g cannot judge it; without this, thin disks could stall near the solution).
 # Converged when |F| <= tol L (L = largest semi-axis of the two) at a point where the
 # Hessian says maximum, or right after an undamped Newton step with |delta|^2 <= tol/100
 # (quadratic convergence: the remaining error is ~ |delta|^2, which saves the last
