@@ -20,7 +20,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from . import analysis, diagnostics, editing, validate
+from . import analysis, diagnostics, editing, shapes, validate
 from ._kernels import integrate
 from .collective import Collective
 from .contact import keys
@@ -135,6 +135,8 @@ class Simulation:
         self._dirty = True            # particles/materials changed: rebuild before forces
         self._build_pos = None
         self._checked_dt = False
+        self.shapes = False           # any non-sphere (the same on every rank)
+        self.rotation = shapes.Rotation()
 
     # ---------------------------------------------------------------- scene set-up
     def material(self, name, density, **params):
@@ -165,18 +167,76 @@ class Simulation:
         pos = validate.vectors("positions", positions, 3, also=dim)
         n = len(pos)
         r = validate.scalars("radii", radii, n)
-        length = self.domain.length[:dim]
+        self._check_size("radii", r)
+        if masses is not None:
+            masses = validate.scalars("masses", masses, n)
+        new, mat = self._new_particles("add_spheres", pos, material, velocities,
+                                       angular_velocities)
+        new["orient"][:, 0] = 1.0
+        new["radius"][:] = r
+        new["mass"][:], new["inertia"][:] = mass_and_inertia(r, mat.density, dim, masses)
+        if dim == 2:    # disks per unit thickness, moving in the xy plane
+            new["blocked"][:] = DOF_BITS["z"] | DOF_BITS["rx"] | DOF_BITS["ry"]
+            new["vel"][:, 2] = 0.0
+            new["angvel"][:, :2] = 0.0
+        return self._append(new)
+
+    def add_ellipsoids(self, positions, semi_axes, material, orientations=None, velocities=None,
+                       angular_velocities=None):
+        """Add solid ellipsoids (3D, explicit scheme); returns their global ids.
+        semi_axes (n, 3) along the body axes; orientations (n, 4) unit quaternions (w, x, y,
+        z) taking body to world coordinates (default: body axes = x, y, z). Contacts with
+        ellipsoids and spheres by the common normal, with planes analytically
+        (docs/ellipsoids.md). Collective: every rank passes the same full arrays."""
+        self.collective.same("add_ellipsoids", positions=positions, semi_axes=semi_axes,
+                             material=material, orientations=orientations,
+                             velocities=velocities, angular_velocities=angular_velocities)
+        if self.domain.dim != 3:
+            raise InputError("add_ellipsoids: ellipsoids need a 3D domain, got dim=%d (2D "
+                             "ellipses are not available yet)" % self.domain.dim)
+        if self.scheme.name != "explicit":
+            raise InputError("add_ellipsoids: scheme %r does not support ellipsoids (use the "
+                             "explicit scheme)" % self.scheme.name)
+        if self.flags & NO_RATCH:
+            raise InputError("add_ellipsoids: no_ratch=True does not apply to ellipsoids (its "
+                             "branch vectors r n assume the contact point on the line of "
+                             "centres); use no_ratch=False")
+        for what, count in (("mesh walls", len(self.mesh_walls)),
+                            ("boundary segments", len(self.segments) + len(self.points)),
+                            ("bonds", int(self.interactions["bond"].any))):
+            if count:
+                raise InputError("add_ellipsoids: contacts of ellipsoids with %s are not "
+                                 "available yet" % what)
+        pos = validate.vectors("positions", positions, 3)
+        n = len(pos)
+        axes = shapes.semi_axes(semi_axes, n)
+        self._check_size("semi_axes", axes.max(axis=1))
+        q = shapes.orientations(orientations, n)
+        new, mat = self._new_particles("add_ellipsoids", pos, material, velocities,
+                                       angular_velocities)
+        shapes.fill_ellipsoids(new, axes, q, mat.density, self.threads)
+        self.shapes = True
+        return self._append(new)
+
+    def _check_size(self, name, r):
+        length = self.domain.length[:self.domain.dim]
         big = np.flatnonzero(2.0 * r > length.min())
         if len(big):
             i = int(big[0])
-            raise InputError("radii[%d] = %r: the sphere (diameter %.6g) is larger than the "
+            raise InputError("%s[%d] = %r: the particle (diameter %.6g) is larger than the "
                              "domain (length %.6g along axis %d)"
-                             % (i, float(r[i]), 2 * r[i], length.min(), int(np.argmin(length))))
-        if masses is not None:
-            masses = validate.scalars("masses", masses, n)
+                             % (name, i, float(r[i]), 2 * r[i], length.min(),
+                                int(np.argmin(length))))
+
+    def _new_particles(self, what, pos, material, velocities, angular_velocities):
+        """Fields of n new particles at the checked positions `pos`, with ids, velocities
+        and material set (the caller fills shape, size, mass), and their material."""
+        dim = self.domain.dim
+        n = len(pos)
         if self.next_id + n > keys.MAX_ID + 1:
-            raise InputError("add_spheres: %d particles would take ids up to %d; ids must be "
-                             "below 2**31 (contact keys hold two ids)" % (n, self.next_id + n - 1))
+            raise InputError("%s: %d particles would take ids up to %d; ids must be "
+                             "below 2**31 (contact keys hold two ids)" % (what, n,
+                                                                          self.next_id + n - 1))
         mat = self.materials.get(material)
         if dim == 2 and np.any(pos[:, 2] != 0.0):
             i = int(np.flatnonzero(pos[:, 2] != 0.0)[0])
@@ -210,18 +270,15 @@ class Simulation:
                 raise InputError("positions[%d] = %s is behind plane %d (centre %.3g on its back "
                                  "side; particles live on the side the normal %s points to)"
                                  % (i, fmt(pos[i]), k, -d[i], fmt(self.planes.normal[k])))
-        new["orient"][:, 0] = 1.0
-        new["radius"][:] = r
-        new["mass"][:], new["inertia"][:] = mass_and_inertia(r, mat.density, dim, masses)
-        if dim == 2:    # disks per unit thickness, moving in the xy plane
-            new["blocked"][:] = DOF_BITS["z"] | DOF_BITS["rx"] | DOF_BITS["ry"]
-            new["vel"][:, 2] = 0.0
-            new["angvel"][:, :2] = 0.0
         new["material"][:] = mat.index
-        self.next_id += n
+        return new, mat
+
+    def _append(self, new):
+        """Add the new particles this rank owns; their ids."""
+        self.next_id += len(new["id"])
         if self.check_ids:
             self._ids = np.concatenate([self._ids, new["id"]])
-        mine = np.flatnonzero(self.dec.owner(pos) == self.rank)
+        mine = np.flatnonzero(self.dec.owner(new["pos"]) == self.rank)
         self.store.append_owned({k: v[mine] for k, v in new.items()})
         self._scene_changed()
         self._checked_dt = False
@@ -577,8 +634,12 @@ class Simulation:
             self._checked_dt = True
         clock = time.perf_counter()
         since_build = st.pos if self._dirty else self._build_pos
+        if self.shapes:
+            self.rotation.save(st)
         moved2 = integrate.drift(st.pos, st.vel, st.angvel, st.orient, since_build, self.dt,
                                  st.n_own, self.threads)
+        if self.shapes:                 # non-spheres: the free rotor (pdem/shapes.py)
+            self.rotation.drift(st, self.dt, self.threads)
         self.planes.move(self.dt)
         self.mesh_walls.move(self.dt)
         moved2 = max(moved2, self.mesh_walls.moved2())    # the same on every rank
@@ -593,7 +654,7 @@ class Simulation:
             self._rebuild(restore=self._restoring and not self._dirty and within)
             self.timers["neighbor"] += time.perf_counter() - t1
         else:
-            self.ghosts.refresh(st)
+            self.ghosts.refresh(st, ("orient",) if self.shapes else ())
             self.timers["comm"] += time.perf_counter() - t1
         problem, bad = self.scheme.advance(self)
         t4 = time.perf_counter()
@@ -803,6 +864,7 @@ class Simulation:
         self._dirty = dirty
         self._restoring = not dirty
         self._build_pos = build_pos
+        self.shapes = bool(self.collective.max(float(np.any(self.store.shape[:len(ids)] != 0))))
 
     # ---------------------------------------------------------------- results
     def particles(self, gather=False):
@@ -815,7 +877,12 @@ class Simulation:
         out = {"id": st.id[:n], "position": st.pos[:n], "velocity": st.vel[:n],
                "angular_velocity": st.angvel[:n], "force": st.force[:n],
                "torque": st.torque[:n], "radius": st.radius[:n], "mass": st.mass[:n],
-               "orientation": st.orient[:n], "material": st.material[:n]}
+               "orientation": st.orient[:n], "material": st.material[:n],
+               "shape": st.shape[:n]}
+        # semi-axes and principal moments (spheres: r and their scalar moment, thrice)
+        sphere = st.shape[:n] == 0
+        out["semi_axes"] = np.where(sphere[:, None], st.radius[:n, None], st.semi_axes[:n])
+        out["inertia"] = np.where(sphere[:, None], st.inertia[:n, None], st.inertia_body[:n])
         if gather:
             out = self.collective.allgather(out)
         order = np.argsort(out["id"], kind="stable")
@@ -867,7 +934,7 @@ class Simulation:
     def plane_forces(self):
         """Force ON each plane, (n_planes, 3): minus the sum of its contact forces on
         the particles, summed over ranks (collective)."""
-        return self.interactions["plane"].loads()
+        return self.interactions["plane"].loads() + self.interactions["ellplane"].loads()
 
     def segment_forces(self):
         """Force ON each boundary segment, (n_segments, 3), summed over ranks (collective)."""
@@ -916,6 +983,17 @@ class Simulation:
     def timer_stats(self):
         """Seconds per phase over ranks: {phase: (min, mean, max)} (collective)."""
         return diagnostics.timer_stats(self)
+
+    def shape_stats(self):
+        """Common-normal solves of the ellipsoid pairs so far, over ranks (collective):
+        {"contacts": contact-steps solved (pairs found in contact, summed over steps),
+        "iterations_mean": Newton/LM iterations per contact per step, "iterations_max"}.
+        A pair crossing ranks is counted on each rank that computes it."""
+        s = self.interactions["ellpair"].stats
+        n, total = self.collective.sum(s[:2].copy())
+        most = self.collective.max(s[2:3].copy())[0]
+        return {"contacts": int(n), "iterations_mean": float(total / n) if n else 0.0,
+                "iterations_max": int(most)}
 
     def comm_stats(self):
         """Per rank (list indexed by rank; collective): owned particles, ghosts, and bytes

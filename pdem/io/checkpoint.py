@@ -4,7 +4,7 @@ One HDF5 file written collectively (h5py `mpio` driver) to `<path>.tmp` and rena
 to `<path>` by rank 0 only once every rank has closed it, so a crash or a full disk
 never destroys the previous good checkpoint.
 
-Layout (version 5): root attributes hold the scalars (step, time, clock_t0, clock_step0, dt, skin, flags,
+Layout (version 6): root attributes hold the scalars (step, time, clock_t0, clock_step0, dt, skin, flags,
 next id, options) and JSON of the domain, materials, pair overrides, time-stepping
 scheme ({"name", "options"}: pdem.scheme.from_description) and bonds (bond materials,
 the longest bond), `events_fired` (JSON: names of the once-events that have fired,
@@ -48,8 +48,9 @@ from ..particles import FIELDS
 from ..scheme import from_description
 from .frames import collective_transfer, row_offsets, write_slab
 
-VERSION = 5         # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bit id keys;
-                    # 4: 2D boundary segments and points; 5: bonds
+VERSION = 6         # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bit id keys;
+                    # 4: 2D boundary segments and points; 5: bonds; 6: particle shapes
+                    # (shape, semi_axes, inertia_body, angmom) and the ellipsoid kinds
 ELEMENT_FIELDS = ("a", "b", "material")      # pdem.contact.walls.Segments
 ROW_LAYOUT = json.dumps({"columns": COLUMNS, "ncols": NCOLS, "key_bits": keys.BITS})
 CHUNK = 1 << 20                     # rows read at a time on restart

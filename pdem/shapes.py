@@ -1,0 +1,127 @@
+"""Non-spherical particles (issue 16, docs/ellipsoids.md): input checks of
+add_ellipsoids and the rigid-body rotation of the non-spheres in the leap-frog step.
+
+A non-sphere's state: orientation q at t (the store's `orient`), world angular momentum
+L at t + dt/2 (`angmom`), principal moments (`inertia_body`), semi-axes; its `radius` is
+the bounding radius (the largest semi-axis: cell and Verlet lists, ghost cutoff), its
+scalar `inertia` the smallest principal moment (time-step checks). Spheres keep
+integrate.drift / kick; the non-spheres, listed once per store layout, are rotated by
+pyx/rigid_body.pyx (the free-rotor splitting of Dullweber, Leimkuhler and McLachlan
+1997): nothing here runs in a sphere-only simulation.
+"""
+import numpy as np
+
+from ._kernels import rigid_body
+from .errors import InputError
+from .particles import ellipsoid_mass
+
+UNIT_TOLERANCE = 1e-6           # |q| - 1 accepted in orientations (then normalized)
+
+
+def semi_axes(value, n):
+    """(n, 3) finite positive semi-axes; one clear line naming the first bad value."""
+    a = np.asarray(value, dtype=float)
+    if a.ndim == 1 and a.shape == (3,):
+        a = np.tile(a, (n, 1))
+    if a.shape != (n, 3):
+        raise InputError("semi_axes must have shape (%d, 3) (three semi-axes per ellipsoid), "
+                         "got %s" % (n, a.shape))
+    bad = np.flatnonzero(~np.all(np.isfinite(a) & (a > 0.0), axis=1))
+    if len(bad):
+        i = int(bad[0])
+        raise InputError("semi_axes[%d] = %s: semi-axes must be finite and > 0"
+                         % (i, a[i].tolist()))
+    return np.ascontiguousarray(a)
+
+
+def orientations(value, n):
+    """(n, 4) unit quaternions (w, x, y, z), body to world; None: the identity."""
+    if value is None:
+        q = np.zeros((n, 4))
+        q[:, 0] = 1.0
+        return q
+    q = np.asarray(value, dtype=float)
+    if q.ndim == 1 and q.shape == (4,):
+        q = np.tile(q, (n, 1))
+    if q.shape != (n, 4):
+        raise InputError("orientations must have shape (%d, 4) (unit quaternions w, x, y, "
+                         "z), got %s" % (n, q.shape))
+    norm = np.linalg.norm(q, axis=1)
+    bad = np.flatnonzero(~(np.abs(norm - 1.0) <= UNIT_TOLERANCE))
+    if len(bad):
+        i = int(bad[0])
+        raise InputError("orientations[%d] = %s is not a unit quaternion (norm %r, tolerance "
+                         "%g)" % (i, q[i].tolist(), float(norm[i]), UNIT_TOLERANCE))
+    return np.ascontiguousarray(q / norm[:, None])
+
+
+def fill_ellipsoids(new, axes, q, density, threads):
+    """The shape fields of new ellipsoids (fields dict of pdem.particles), angular
+    velocities given in new["angvel"]: L = R I R^T omega."""
+    m, moments = ellipsoid_mass(axes, density)
+    new["shape"][:] = 1
+    new["semi_axes"][:] = axes
+    new["inertia_body"][:] = moments
+    new["orient"][:] = q
+    new["radius"][:] = axes.max(axis=1)
+    new["mass"][:] = m
+    new["inertia"][:] = moments.min(axis=1)
+    rigid_body.angmom_from_angvel(q, np.ascontiguousarray(new["angvel"]), moments,
+                                  new["angmom"], threads)
+
+
+class Rotation:
+    """The rigid-body rotation of the owned non-spheres in the explicit step."""
+
+    def __init__(self):
+        self._key = None
+        self._index = None
+        self._saved = None
+
+    def index(self, store):
+        """Owned non-spheres (local indices), listed again when the store was rebuilt."""
+        key = (id(store.f["shape"]), store.n_own)
+        if key != self._key:
+            self._index = np.flatnonzero(store.shape[:store.n_own] != 0).astype(np.int32)
+            self._key = key
+        return self._index
+
+    def save(self, store):
+        """Before integrate.drift (which rotates every particle as a sphere): q(t)."""
+        self._saved = store.orient[self.index(store)]
+
+    def drift(self, store, dt, threads):
+        """q(t) -> q(t+dt) by the free rotor with L(t+dt/2); angvel = omega(t+dt/2)."""
+        rigid_body.drift_bodies(self.index(store), self._saved, store.orient, store.angmom,
+                                store.angvel, store.inertia_body, dt, threads)
+
+    def kick(self, store, dt, threads, omega_before):
+        """After integrate.kick: L += torque dt; angvel from L and q(t) (integrate.kick's
+        isotropic update of their angvel, `omega_before`, is discarded). Returns the
+        local index of a non-finite L, or -1."""
+        idx = self.index(store)
+        store.angvel[idx] = omega_before
+        return rigid_body.kick_bodies(idx, store.orient, store.angmom, store.angvel,
+                                      store.torque, store.inertia_body, dt, threads)
+
+
+def rotational_energy(store, dt):
+    """Rotational kinetic energy of the owned non-spheres, time-centred as the explicit
+    scheme's energy: 1/2 Lb(t-dt/2) . I^-1 Lb(t+dt/2) in the body frame at q(t)."""
+    n = store.n_own
+    idx = np.flatnonzero(store.shape[:n] != 0)
+    if not len(idx):
+        return 0.0
+    q = store.orient[idx]
+    w, x, y, z = q.T
+    # rows of R^T (body axes in world coordinates), R = rotation matrix of q
+    R = np.stack([
+        np.column_stack([1 - 2 * (y * y + z * z), 2 * (x * y + w * z), 2 * (x * z - w * y)]),
+        np.column_stack([2 * (x * y - w * z), 1 - 2 * (x * x + z * z), 2 * (y * z + w * x)]),
+        np.column_stack([2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)])],
+        axis=1)
+    L_plus = store.angmom[idx]
+    L_minus = L_plus - store.torque[idx] * dt
+    bp = np.einsum("nij,nj->ni", R, L_plus)
+    bm = np.einsum("nij,nj->ni", R, L_minus)
+    return 0.5 * float(np.sum(bm * bp / store.inertia_body[idx]))
