@@ -50,7 +50,7 @@ def orientations(value, n):
     bad = np.flatnonzero(~(np.abs(norm - 1.0) <= UNIT_TOLERANCE))
     if len(bad):
         i = int(bad[0])
-        raise InputError("orientations[%d] = %s is not a unit quaternion (norm %r, tolerance "
+        raise InputError("orientations[%d] = %s is not a unit quaternion (norm %.9g, tolerance "
                          "%g)" % (i, q[i].tolist(), float(norm[i]), UNIT_TOLERANCE))
     return np.ascontiguousarray(q / norm[:, None])
 
