@@ -934,7 +934,10 @@ class Simulation:
     def plane_forces(self):
         """Force ON each plane, (n_planes, 3): minus the sum of its contact forces on
         the particles, summed over ranks (collective)."""
-        return self.interactions["plane"].loads() + self.interactions["ellplane"].loads()
+        loads = self.interactions["plane"].loads()
+        if self.shapes:             # the same on every rank: both collective or neither
+            loads = loads + self.interactions["ellplane"].loads()
+        return loads
 
     def segment_forces(self):
         """Force ON each boundary segment, (n_segments, 3), summed over ranks (collective)."""

@@ -610,7 +610,8 @@ class EllipsoidPairs(ShapeRows, TwoBodyRows):
 
     def add_forces(self, f, t, flags, threads):
         b = self.batch
-        ek.add_forces(self.owner1, self.owner2, b.active, b.state, self.branch, f, t)
+        if len(b):
+            ek.add_forces(self.owner1, self.owner2, b.active, b.state, self.branch, f, t)
 
     def public(self):
         b, st = self.batch, self.sim.store
@@ -665,7 +666,8 @@ class EllipsoidPlaneContacts(ShapeRows, WallContacts):
 
     def add_forces(self, f, t, flags, threads):
         b = self.batch
-        ek.add_forces(None, b.i1, b.active, b.state, self.branch, f, t)
+        if len(b):
+            ek.add_forces(None, b.i1, b.active, b.state, self.branch, f, t)
 
     def public(self):
         b, st = self.batch, self.sim.store
