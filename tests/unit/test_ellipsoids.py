@@ -278,3 +278,28 @@ def test_failed_solve_stops_with_step_ids_and_iterations():
     with pytest.raises(pdem.SimulationError, match=r"step \d+ \(t=.*\): the common-normal "
                        r"contact solve of particles 0 and 1 did not converge in 0 iterations"):
         sim.run(20000)
+
+
+def test_frames_carry_shape_and_a_tensor_for_paraview(tmp_path):
+    """A result file of ellipsoids holds shape, semi-axes and orientation by default, and
+    the shape tensor R diag(a) R^T (eigenvalues the semi-axes, eigenvectors the body
+    axes) as an XDMF Tensor attribute."""
+    import h5py
+    from pdem.io import ResultFile
+    sim = box()
+    m = sim.material("m", density=1000.0, kn=1e3)
+    q = np.array([0.9, 0.1, 0.3, 0.2])
+    q /= np.linalg.norm(q)
+    sim.add_ellipsoids([[0.5, 0.5, 0.5]], [[0.1, 0.06, 0.03]], m, orientations=[q])
+    sim.add_spheres([[0.2, 0.2, 0.2]], 0.05, m)
+    with ResultFile(str(tmp_path / "r.h5"), sim) as rf:
+        rf.write_frame()
+    with h5py.File(tmp_path / "r.h5", "r") as f:
+        g = f["frames/000000/particles"]
+        assert list(g["shape"][...]) == [1, 0]
+        assert np.array_equal(g["semi_axes"][...], [[0.1, 0.06, 0.03], [0.05] * 3])
+        tensor = g["shape_tensor"][0].reshape(3, 3)
+    values, vectors = np.linalg.eigh(tensor)
+    assert np.allclose(values, [0.03, 0.06, 0.1], rtol=1e-12)
+    assert abs(abs(vectors[:, 2] @ rot(q)[:, 0]) - 1) < 1e-12   # the major axis
+    assert 'Name="shape_tensor" AttributeType="Tensor"' in (tmp_path / "r.xdmf").read_text()
