@@ -70,6 +70,38 @@ def fill_ellipsoids(new, axes, q, density, threads):
                                   new["angmom"], threads)
 
 
+def refuse(sim, idx, what):
+    """InputError on every rank when any of the local particles idx is a non-sphere
+    (collective when the simulation has non-spheres: the same on every rank)."""
+    if not sim.shapes:
+        return
+    st = sim.store
+    bad = np.flatnonzero(st.shape[idx] != 0)
+    message = None if not len(bad) else (
+        "%s: particle id %d is an ellipsoid (%s)" % (what[0], st.id[idx][bad[0]], what[1]))
+    sim.collective.raise_if_any(message, InputError)
+
+
+def renew(sim, idx, density=None):
+    """After editing local particles idx: the non-spheres among them get their mass and
+    principal moments from `density` (None: unchanged) and L = R I R^T omega from their
+    angular velocity."""
+    if not sim.shapes:
+        return
+    st = sim.store
+    idx = np.asarray(idx)[st.shape[idx] != 0]
+    if not len(idx):
+        return
+    if density is not None:
+        m, moments = ellipsoid_mass(st.semi_axes[idx], density)
+        st.mass[idx], st.inertia_body[idx], st.inertia[idx] = m, moments, moments.min(axis=1)
+    L = np.zeros((len(idx), 3))
+    rigid_body.angmom_from_angvel(np.ascontiguousarray(st.orient[idx]),
+                                  np.ascontiguousarray(st.angvel[idx]),
+                                  np.ascontiguousarray(st.inertia_body[idx]), L, 1)
+    st.angmom[idx] = L
+
+
 class Rotation:
     """The rigid-body rotation of the owned non-spheres in the explicit step."""
 

@@ -158,12 +158,14 @@ def test_dropped_ellipsoid_rests_on_its_flat_side():
     assert c["point"][0, 2] == pytest.approx(-0.5 * c["overlap"][0], abs=1e-9)
 
 
-def two_particles(kind, dt=1e-5, restitution=0.5, friction=0.4, gravity=(0, 0, -G)):
+def two_particles(kind, law="hooke", dt=1e-5, restitution=0.5, friction=0.4,
+                  gravity=(0, 0, -G)):
     """A sphere (or the ellipsoid a = b = c of the same radius) hitting another one
     obliquely while both rest on a plane: pair, plane, friction, rotation."""
     sim = box(1.0, periodic=(True, True, False), dt=dt, gravity=gravity)
-    m = sim.material("m", density=1000.0, kn=2e3, friction=friction,
-                     restitution=restitution)
+    stiffness = dict(kn=2e3) if law == "hooke" else dict(law="hertz", young=5e6, poisson=0.3)
+    m = sim.material("m", density=1000.0, friction=friction, restitution=restitution,
+                     **stiffness)
     sim.add_plane((0, 0, 0), (0, 0, 1), m)
     pos = [[0.40, 0.50, 0.05], [0.52, 0.53, 0.05]]
     vel = [[0.5, 0.1, 0.0], [0.0, 0.0, 0.0]]
@@ -179,14 +181,15 @@ def two_particles(kind, dt=1e-5, restitution=0.5, friction=0.4, gravity=(0, 0, -
 Q0 = np.array([0.8, 0.2, 0.4, -0.4])          # a unit quaternion
 
 
-def test_ellipsoid_with_equal_axes_follows_the_sphere():
+@pytest.mark.parametrize("law", ["hooke", "hertz"])
+def test_ellipsoid_with_equal_axes_follows_the_sphere(law):
     """a = b = c: the same trajectory as the sphere, to round-off: not bitwise, since
     the normal comes from the common-normal solve (support maps through the shape
-    matrix) instead of x2/|x2|, R* from curvature tensors, the torque from the branch
-    vector c - x instead of -(r + u_n/2) n, and the rotation from L through q."""
+    matrix) instead of x2/|x2|, R* (Hertz) from curvature tensors, the torque from the
+    branch vector c - x instead of -(r + u_n/2) n, and the rotation from L through q."""
     runs = []
     for kind in ("sphere", "ellipsoid"):
-        sim = two_particles(kind)
+        sim = two_particles(kind, law)
         sim.run(6000)
         runs.append((sim.particles(), sim.contacts()))
     (p, c), (q, d) = runs
@@ -303,3 +306,25 @@ def test_frames_carry_shape_and_a_tensor_for_paraview(tmp_path):
     assert np.allclose(values, [0.03, 0.06, 0.1], rtol=1e-12)
     assert abs(abs(vectors[:, 2] @ rot(q)[:, 0]) - 1) < 1e-12   # the major axis
     assert 'Name="shape_tensor" AttributeType="Tensor"' in (tmp_path / "r.xdmf").read_text()
+
+
+def test_editing_ellipsoids():
+    """set_velocity gives an ellipsoid its angular momentum R I R^T omega; set_material
+    its mass from its semi-axes; set_radius and blocked rotations are refused."""
+    sim = box()
+    m = sim.material("m", density=1000.0, kn=1e3)
+    heavy = sim.material("heavy", density=3000.0, kn=1e3)
+    sim.add_ellipsoids([[0.5, 0.5, 0.5]], [[0.1, 0.06, 0.03]], m,
+                       orientations=[[0.9, 0.1, 0.3, 0.2] / np.linalg.norm([0.9, 0.1, 0.3, 0.2])])
+    sim.set_velocity([0], angular_velocity=[1.0, 2.0, 3.0])
+    p = sim.particles()
+    assert np.allclose(sim.store.angmom[0], world_L(p)[0], rtol=1e-14, atol=0)
+    sim.set_material([0], heavy)
+    p = sim.particles()
+    assert p["mass"][0] == pytest.approx(3000 * 4 / 3 * math.pi * 0.1 * 0.06 * 0.03, rel=1e-14)
+    assert np.allclose(sim.store.angmom[0], world_L(p)[0], rtol=1e-14, atol=0)
+    with pytest.raises(pdem.InputError, match="set_radius: particle id 0 is an ellipsoid"):
+        sim.set_radius([0], 0.1)
+    with pytest.raises(pdem.InputError, match="block: particle id 0 is an ellipsoid"):
+        sim.block([0], "rx")
+    sim.block([0], "xyz")                      # translations are fine
