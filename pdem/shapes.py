@@ -106,16 +106,18 @@ class Rotation:
     """The rigid-body rotation of the owned non-spheres in the explicit step."""
 
     def __init__(self):
-        self._key = None
+        self._shape = None          # the store's shape array the list was made from
+        self._n_own = -1
         self._index = None
         self._saved = None
 
     def index(self, store):
-        """Owned non-spheres (local indices), listed again when the store was rebuilt."""
-        key = (id(store.f["shape"]), store.n_own)
-        if key != self._key:
+        """Owned non-spheres (local indices), listed again when the store's arrays were
+        replaced (every layout change: ParticleStore.set_local). The old array is held,
+        so a new one cannot reuse its identity."""
+        if store.f["shape"] is not self._shape or store.n_own != self._n_own:
             self._index = np.flatnonzero(store.shape[:store.n_own] != 0).astype(np.int32)
-            self._key = key
+            self._shape, self._n_own = store.f["shape"], store.n_own
         return self._index
 
     def save(self, store):

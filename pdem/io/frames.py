@@ -286,7 +286,7 @@ class ResultFile:
             rows = p[f].astype(np.float32) if (f == "position" and self.float32) else p[f]
             d = self._rows(pg, f, rows, p0, np_, PARTICLE_FIELDS[f])
             desc["particles"][f] = (d.shape, d.dtype)
-        if "semi_axes" in self.fields and "orientation" in self.fields:
+        if sim.shapes and "semi_axes" in self.fields and "orientation" in self.fields:
             # R diag(a) R^T: eigenvectors the body axes, eigenvalues the semi-axes
             # (ParaView's Tensor Glyph draws the ellipsoids: docs/ellipsoid_glyphs.py)
             d = self._rows(pg, "shape_tensor", shape_tensors(p["orientation"], p["semi_axes"]),
