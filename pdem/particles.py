@@ -35,7 +35,7 @@ FIELDS = {
     "angmom": (np.float64, 3),
 }
 
-SHAPES = {"sphere": 0, "ellipsoid": 1}
+SHAPES = {"sphere": 0, "ellipsoid": 1, "ellipse": 2}
 
 # blocked-DOF bits (pyx/integrate.pyx)
 DOF_BITS = {"x": 1, "y": 2, "z": 4, "rx": 8, "ry": 16, "rz": 32}

@@ -13,19 +13,21 @@ import numpy as np
 
 from ._kernels import rigid_body
 from .errors import InputError
-from .particles import ellipsoid_mass
+from .particles import SHAPES, ellipsoid_mass
 
 UNIT_TOLERANCE = 1e-6           # |q| - 1 accepted in orientations (then normalized)
 
 
-def semi_axes(value, n):
-    """(n, 3) finite positive semi-axes; one clear line naming the first bad value."""
+def semi_axes(value, n, width=3):
+    """(n, width) finite positive semi-axes (3: ellipsoids, 2: ellipses); one clear line
+    naming the first bad value."""
     a = np.asarray(value, dtype=float)
-    if a.ndim == 1 and a.shape == (3,):
+    if a.ndim == 1 and a.shape == (width,):
         a = np.tile(a, (n, 1))
-    if a.shape != (n, 3):
-        raise InputError("semi_axes must have shape (%d, 3) (three semi-axes per ellipsoid), "
-                         "got %s" % (n, a.shape))
+    if a.shape != (n, width):
+        raise InputError("semi_axes must have shape (%d, %d) (%s semi-axes per %s), got %s"
+                         % (n, width, "three" if width == 3 else "two",
+                            "ellipsoid" if width == 3 else "ellipse", a.shape))
     bad = np.flatnonzero(~np.all(np.isfinite(a) & (a > 0.0), axis=1))
     if len(bad):
         i = int(bad[0])
@@ -100,6 +102,25 @@ def renew(sim, idx, density=None):
                                   np.ascontiguousarray(st.angvel[idx]),
                                   np.ascontiguousarray(st.inertia_body[idx]), L, 1)
     st.angmom[idx] = L
+
+
+def fill_ellipses(new, axes, angles, density, threads):
+    """The shape fields of new 2D ellipses (per unit thickness, in the xy plane):
+    semi-axes (a, b, 0), orientation the rotation by `angles` about z, mass density x
+    pi a b, moments (m b^2/4, m a^2/4, m (a^2 + b^2)/4) (only the last one acts)."""
+    a, b = axes[:, 0], axes[:, 1]
+    m = density * np.pi * a * b
+    new["shape"][:] = SHAPES["ellipse"]
+    new["semi_axes"][:, :2] = axes
+    new["inertia_body"][:] = np.column_stack([m * b * b / 4, m * a * a / 4,
+                                              m * (a * a + b * b) / 4])
+    new["orient"][:] = np.column_stack([np.cos(angles / 2), np.zeros((len(a), 2)),
+                                        np.sin(angles / 2)])
+    new["radius"][:] = np.maximum(a, b)
+    new["mass"][:] = m
+    new["inertia"][:] = new["inertia_body"][:, 2]
+    rigid_body.angmom_from_angvel(new["orient"], np.ascontiguousarray(new["angvel"]),
+                                  new["inertia_body"], new["angmom"], threads)
 
 
 class Rotation:

@@ -192,21 +192,9 @@ class Simulation:
                              material=material, orientations=orientations,
                              velocities=velocities, angular_velocities=angular_velocities)
         if self.domain.dim != 3:
-            raise InputError("add_ellipsoids: ellipsoids need a 3D domain, got dim=%d (2D "
-                             "ellipses are not available yet)" % self.domain.dim)
-        if self.scheme.name != "explicit":
-            raise InputError("add_ellipsoids: scheme %r does not support ellipsoids (use the "
-                             "explicit scheme)" % self.scheme.name)
-        if self.flags & NO_RATCH:
-            raise InputError("add_ellipsoids: no_ratch=True does not apply to ellipsoids (its "
-                             "branch vectors r n assume the contact point on the line of "
-                             "centres); use no_ratch=False")
-        for what, count in (("mesh walls", len(self.mesh_walls)),
-                            ("boundary segments", len(self.segments) + len(self.points)),
-                            ("bonds", int(self.interactions["bond"].any))):
-            if count:
-                raise InputError("add_ellipsoids: contacts of ellipsoids with %s are not "
-                                 "available yet" % what)
+            raise InputError("add_ellipsoids: ellipsoids need a 3D domain, got dim=%d (in 2D: "
+                             "add_ellipses)" % self.domain.dim)
+        self._shapes_supported("add_ellipsoids")
         pos = validate.vectors("positions", positions, 3)
         n = len(pos)
         axes = shapes.semi_axes(semi_axes, n)
@@ -217,6 +205,53 @@ class Simulation:
         shapes.fill_ellipsoids(new, axes, q, mat.density, self.threads)
         self.shapes = True
         return self._append(new)
+
+    def add_ellipses(self, positions, semi_axes, material, angles=None, velocities=None,
+                     angular_velocities=None):
+        """Add ellipses (2D, unit thickness, explicit scheme); returns their global ids.
+        semi_axes (n, 2): a along the body x axis, b along y; angles (n,): the turn of
+        the body x axis from the world x axis, radians (default 0); angular_velocities:
+        the spin of each (a number or one per ellipse). Collective."""
+        self.collective.same("add_ellipses", positions=positions, semi_axes=semi_axes,
+                             material=material, angles=angles, velocities=velocities,
+                             angular_velocities=angular_velocities)
+        if self.domain.dim != 2:
+            raise InputError("add_ellipses: ellipses need a 2D domain, got dim=%d (in 3D: "
+                             "add_ellipsoids)" % self.domain.dim)
+        self._shapes_supported("add_ellipses")
+        pos = validate.vectors("positions", positions, 3, also=2)
+        n = len(pos)
+        axes = shapes.semi_axes(semi_axes, n, width=2)
+        self._check_size("semi_axes", axes.max(axis=1))
+        theta = np.zeros(n) if angles is None else np.asarray(angles, dtype=float).reshape(-1)
+        if theta.size == 1:
+            theta = np.full(n, float(theta[0]))
+        if theta.shape != (n,) or not np.all(np.isfinite(theta)):
+            raise InputError("angles must be one finite number or %d (one per ellipse), got "
+                             "%r" % (n, angles))
+        new, mat = self._new_particles("add_ellipses", pos, material, velocities,
+                                       angular_velocities)
+        new["blocked"][:] = DOF_BITS["z"] | DOF_BITS["rx"] | DOF_BITS["ry"]
+        new["vel"][:, 2] = 0.0
+        new["angvel"][:, :2] = 0.0
+        shapes.fill_ellipses(new, axes, theta, mat.density, self.threads)
+        self.shapes = True
+        return self._append(new)
+
+    def _shapes_supported(self, what):
+        """Refuse non-spheres where they are not wired yet (docs/ellipsoids.md)."""
+        if self.scheme.name != "explicit":
+            raise InputError("%s: scheme %r does not support ellipsoids or ellipses (use the "
+                             "explicit scheme)" % (what, self.scheme.name))
+        if self.flags & NO_RATCH:
+            raise InputError("%s: no_ratch=True does not apply to ellipsoids or ellipses (its "
+                             "branch vectors r n assume the contact point on the line of "
+                             "centres); use no_ratch=False" % what)
+        for kind, count in (("mesh walls", len(self.mesh_walls)),
+                            ("boundary segments", len(self.segments) + len(self.points)),
+                            ("bonds", int(self.interactions["bond"].any))):
+            if count:
+                raise InputError("%s: contacts with %s are not available yet" % (what, kind))
 
     def _check_size(self, name, r):
         length = self.domain.length[:self.domain.dim]
@@ -330,6 +365,7 @@ class Simulation:
         joint of segments is no bump). Returns the segment indices. Collective."""
         self.collective.same("add_segments", x0=x0, x1=x1, material=material,
                              end_points=end_points)
+        self._no_shapes("add_segments", "boundary segments")
         x0, m = self._wall_points("add_segments", "x0", x0, material)
         x1, _ = self._wall_points("add_segments", "x1", x1, material, len(x0))
         zero = np.flatnonzero(np.all(x1 == x0, axis=1))
@@ -348,6 +384,7 @@ class Simulation:
         already there are not repeated. Returns the indices of the points given.
         Collective."""
         self.collective.same("add_points", points=points, material=material)
+        self._no_shapes("add_points", "boundary points")
         pts, m = self._wall_points("add_points", "points", points, material)
         new = self.points.new_points(pts)
         self.points.add(new, new, m.index)
@@ -378,6 +415,7 @@ class Simulation:
         (vertex_velocities, one per mesh vertex); change it later through
         sim.mesh_walls[i].motion.set_velocity(...). Collective: call on every rank. A
         fixed wall entirely outside the domain is refused."""
+        self._no_shapes("add_mesh_wall", "mesh walls")
         self.collective.same("add_mesh_wall", mesh=mesh, material=material, mode=mode,
                              cutoff_angle=cutoff_angle, velocity=velocity,
                              angular_velocity=angular_velocity, reference_point=reference_point,
@@ -418,7 +456,14 @@ class Simulation:
         self._checked_dt = False
         return m
 
+    def _no_shapes(self, what, walls):
+        """Refuse walls or bonds that ellipsoids and ellipses cannot touch yet."""
+        if self.shapes:
+            raise InputError("%s: contacts of ellipsoids or ellipses with %s are not available "
+                             "yet" % (what, walls))
+
     def _bonds_supported(self):
+        self._no_shapes("bonds", "bonds")
         if not isinstance(self.scheme, Explicit):
             raise InputError("bonds: the %s scheme does not support bonds (use the explicit "
                              "scheme)" % self.scheme.name)

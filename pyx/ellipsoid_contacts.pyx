@@ -14,6 +14,8 @@ are relative to body 1 (x1 = 0, the same numbers on every rank). branch (m, 6): 
 branch vectors b1 = c - x1 and b2 = c - x2 of this step (the torque levers: c is off the
 line of centres, so contact_row.row_torques does not apply), for the force sums.
 Spheres in a mixed pair are the ellipsoid (r, r, r). No-ratch is refused by the caller.
+planar: 2D ellipses and disks in the xy plane (one unknown angle, ellipsoid.pxd), their
+equivalent radius that of a line contact, 1 / R* = 1 / rho1 + 1 / rho2.
 
 Equivalent sphere quantities: m* = m1 m2 / (m1 + m2) (a plane: m2), R* = the equivalent
 Hertz radius 1 / sqrt(det(R1^-1 + R2^-1)) of the two surfaces' radius-of-curvature
@@ -26,16 +28,17 @@ from libc.math cimport INFINITY
 from vecmath cimport v3, V, vld, vst, vadd, vsub, vscale, vdot, vcross
 from contact_row cimport Load, contact_update, S_NCOLS, S_T, S_FORCE, S_MOMENT
 from laws cimport P_NCOLS
-from ellipsoid cimport Ell, CNResult, ell_make, ell_support, ell_radii, tangent_basis, \
+from ellipsoid cimport Ell, CNResult, ell_make, ell2_make, ell_support, ell_radii, tangent_basis, \
     cn_solve, hertz_radius, CN_CONVERGED, CN_SEPARATED, CN_FAILED, CN_BAD_INPUT
 import numpy as np
 
 
-cdef inline double min3(const double* a) noexcept nogil:
+cdef inline double min3(const double* a, bint planar) noexcept nogil:
+    """The smallest semi-axis (planar: of the two in-plane ones)."""
     cdef double m = a[0]
     if a[1] < m:
         m = a[1]
-    if a[2] < m:
+    if a[2] < m and not planar:
         m = a[2]
     return m
 
@@ -49,7 +52,7 @@ cdef double _pair_one(Py_ssize_t k, int a, int b, const double[:, ::1] pos,
                       const double[:, ::1] semi_axes, const double[::1] radius,
                       const double[::1] mass, const int[::1] material,
                       const double[:, ::1] pair_table, int nmat, double dt, int flags,
-                      double tol, int max_iter, signed char[::1] active,
+                      double tol, int max_iter, bint planar, signed char[::1] active,
                       double[:, ::1] state, double[:, ::1] branch, int[::1] iters,
                       signed char[::1] status) noexcept nogil:
     """Pair k; returns the overlap ratio (-1 when not in contact)."""
@@ -82,11 +85,15 @@ cdef double _pair_one(Py_ssize_t k, int a, int b, const double[:, ::1] pos,
     else:
         ax2[0] = semi_axes[b, 0]; ax2[1] = semi_axes[b, 1]; ax2[2] = semi_axes[b, 2]
     zero[0] = 0.0; zero[1] = 0.0; zero[2] = 0.0
-    e1 = ell_make(zero, &orient[a, 0], ax1)
-    e2 = ell_make(zero, &orient[b, 0], ax2)
+    if planar:
+        e1 = ell2_make(zero, &orient[a, 0], ax1)
+        e2 = ell2_make(zero, &orient[b, 0], ax2)
+    else:
+        e1 = ell_make(zero, &orient[a, 0], ax1)
+        e2 = ell_make(zero, &orient[b, 0], ax2)
     e2.o = x2
     n0 = vld(row + S_T) if active[k] else V(0.0, 0.0, 0.0)     # warm / cold start
-    cn_solve(&e1, &e2, n0, False, 0.0, tol, max_iter, &res)
+    cn_solve(&e1, &e2, n0, planar, 0.0, tol, max_iter, &res)
     iters[k] = res.iters
     status[k] = res.status
     if res.status == CN_FAILED or res.status == CN_BAD_INPUT:
@@ -100,14 +107,14 @@ cdef double _pair_one(Py_ssize_t k, int a, int b, const double[:, ::1] pos,
     m2 = mass[b]
     L = contact_update(c, res.n, res.gap, x2, vld(&vel[a, 0]), vld(&vel[b, 0]),
                        vld(&angvel[a, 0]), vld(&angvel[b, 0]), r1, r2, m1 * m2 / (m1 + m2),
-                       hertz_radius(res.R1, res.R2, False),
+                       hertz_radius(res.R1, res.R2, planar),
                        &pair_table[material[a] * nmat + material[b], 0], dt, flags,
                        &active[k], row)
     vst(&branch[k, 0], c)
     vst(&branch[k, 3], vsub(c, x2))
-    s = min3(ax1)
-    if min3(ax2) < s:
-        s = min3(ax2)
+    s = min3(ax1, planar)
+    if min3(ax2, planar) < s:
+        s = min3(ax2, planar)
     return -res.gap / s
 
 
@@ -122,7 +129,7 @@ def ellipsoid_pairs(const int[::1] i1, const int[::1] i2, const double[:, ::1] p
                     const double[:, ::1] pair_table, int n_materials, double dt, int flags,
                     double tol, int max_iter, signed char[::1] active, double[:, ::1] state,
                     double[:, ::1] branch, int[::1] iters, signed char[::1] status,
-                    int n_threads):
+                    int n_threads, bint planar=False):
     """Update every candidate pair (the pair's first particle a, second b; at least one
     an ellipsoid). Returns (worst overlap ratio, its pair or -1, first pair whose solve
     failed or -1, contacts, their total and largest iteration counts)."""
@@ -141,7 +148,8 @@ def ellipsoid_pairs(const int[::1] i1, const int[::1] i2, const double[:, ::1] p
     for k in prange(m, nogil=True, schedule='static', num_threads=nt):
         ratio = _pair_one(k, i1[k], i2[k], pos, image, &box_len[0], vel, angvel, orient,
                           shape, semi_axes, radius, mass, material, pair_table, n_materials,
-                          dt, flags, tol, max_iter, active, state, branch, iters, status)
+                          dt, flags, tol, max_iter, planar, active, state, branch, iters,
+                          status)
         t = threadid()
         if not (ratio <= worst[t, 0]) and worst[t, 0] == worst[t, 0]:
             worst[t, 0] = ratio
@@ -171,7 +179,7 @@ cdef double _plane_one(Py_ssize_t k, int p, int w, const double[:, ::1] pos,
                        const double[:, ::1] plane_point, const double[:, ::1] plane_normal,
                        const double[:, ::1] plane_vel, const int[::1] plane_material,
                        const double[:, ::1] pair_table, int nmat, double dt, int flags,
-                       signed char[::1] active, double[:, ::1] state,
+                       bint planar, signed char[::1] active, double[:, ::1] state,
                        double[:, ::1] branch) noexcept nogil:
     """Plane w = body 1 (the foot of the perpendicular from the centre, no rotation),
     ellipsoid p = body 2 (ellipsoid.pyx plane_contacts' geometry): n = m, gap = d - h(m),
@@ -183,7 +191,10 @@ cdef double _plane_one(Py_ssize_t k, int p, int w, const double[:, ::1] pos,
     cdef double R[3]
     cdef double Z[3]
     cdef Load L
-    e = ell_make(&pos[p, 0], &orient[p, 0], &semi_axes[p, 0])
+    if planar:                  # a line of the xy plane; the ellipse in that plane
+        e = ell2_make(&pos[p, 0], &orient[p, 0], &semi_axes[p, 0])
+    else:
+        e = ell_make(&pos[p, 0], &orient[p, 0], &semi_axes[p, 0])
     mm = vld(&plane_normal[w, 0])
     d = vdot(vsub(e.o, vld(&plane_point[w, 0])), mm)
     h = ell_support(&e, mm, &s)
@@ -193,16 +204,20 @@ cdef double _plane_one(Py_ssize_t k, int p, int w, const double[:, ::1] pos,
         return -1.0
     x2 = vscale(mm, d)                       # the centre relative to the foot point
     c = vsub(vscale(mm, d - 0.5 * g), s)     # (o - s - g m / 2) relative to the foot
-    tangent_basis(mm, &t1, &t2)
+    if planar:
+        t1 = V(-mm.y, mm.x, 0.0)
+        t2 = V(0.0, 0.0, 1.0)
+    else:
+        tangent_basis(mm, &t1, &t2)
     ell_radii(&e, s, h, t1, t2, R)
     Z[0] = 0.0; Z[1] = 0.0; Z[2] = 0.0
     L = contact_update(c, mm, g, x2, vld(&plane_vel[w, 0]), vld(&vel[p, 0]), V(0.0, 0.0, 0.0),
-                       vld(&angvel[p, 0]), 0.0, h, mass[p], hertz_radius(R, Z, False),
+                       vld(&angvel[p, 0]), 0.0, h, mass[p], hertz_radius(R, Z, planar),
                        &pair_table[plane_material[w] * nmat + material[p], 0], dt, flags,
                        &active[k], &state[k, 0])
     vst(&branch[k, 0], c)
     vst(&branch[k, 3], vsub(c, x2))
-    return -g / min3(&semi_axes[p, 0])
+    return -g / min3(&semi_axes[p, 0], planar)
 
 
 @cython.boundscheck(False)
@@ -215,8 +230,9 @@ def ellipsoid_plane(const int[::1] particle, const int[::1] plane, const double[
                     const double[:, ::1] plane_vel, const int[::1] plane_material,
                     const double[:, ::1] pair_table, int n_materials, double dt, int flags,
                     signed char[::1] active, double[:, ::1] state, double[:, ::1] branch,
-                    int n_threads):
-    """Update every ellipsoid-plane candidate; returns (worst overlap ratio, its row)."""
+                    int n_threads, bint planar=False):
+    """Update every ellipsoid-plane candidate (planar: ellipse-line); returns (worst
+    overlap ratio, its row)."""
     cdef Py_ssize_t m = particle.shape[0], k
     cdef int t, nt = max(1, n_threads)
     cdef double ratio
@@ -227,7 +243,7 @@ def ellipsoid_plane(const int[::1] particle, const int[::1] plane, const double[
     for k in prange(m, nogil=True, schedule='static', num_threads=nt):
         ratio = _plane_one(k, particle[k], plane[k], pos, vel, angvel, orient, semi_axes, mass,
                            material, plane_point, plane_normal, plane_vel, plane_material,
-                           pair_table, n_materials, dt, flags, active, state, branch)
+                           pair_table, n_materials, dt, flags, planar, active, state, branch)
         t = threadid()
         if not (ratio <= worst[t, 0]) and worst[t, 0] == worst[t, 0]:
             worst[t, 0] = ratio

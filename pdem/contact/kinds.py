@@ -598,7 +598,7 @@ class EllipsoidPairs(ShapeRows, TwoBodyRows):
             b.i1, b.i2, st.pos, st.image, sim.box_length, st.vel, st.angvel, st.orient,
             st.shape, st.semi_axes, st.radius, st.mass, st.material, table, nmat, sim.dt,
             sim.flags, self.tol, self.max_iter, b.active, b.state, self.branch, self.iters,
-            self.status, sim.threads)
+            self.status, sim.threads, planar=sim.domain.dim == 2)
         self.stats += (n, it_sum, 0)
         self.stats[2] = max(self.stats[2], it_max)
         if failed >= 0:
@@ -658,7 +658,8 @@ class EllipsoidPlaneContacts(ShapeRows, WallContacts):
         ratio, k = ek.ellipsoid_plane(b.i1, b.i2, st.pos, st.vel, st.angvel, st.orient,
                                       st.semi_axes, st.mass, st.material, pl.point, pl.normal,
                                       pl.vel, pl.material, table, nmat, sim.dt, sim.flags,
-                                      b.active, b.state, self.branch, sim.threads)
+                                      b.active, b.state, self.branch, sim.threads,
+                                      planar=sim.domain.dim == 2)
         if k >= 0 and not (ratio <= sim.max_overlap):
             p, w = b.i1[k], b.i2[k]
             return overlap_message(sim, ratio, "ellipsoid %d and plane %d" % (st.id[p], w))

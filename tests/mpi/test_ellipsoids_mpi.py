@@ -1,4 +1,4 @@
-"""Ellipsoids on several ranks (issue 16): the same bits on any rank and thread count,
+"""Ellipsoids (and 2D ellipses) on several ranks (issue 16): the same bits on any rank and thread count,
 and a restart (on another rank count) continues bit for bit. Run with
 `mpirun -n N python -m pytest --with-mpi tests/mpi/test_ellipsoids_mpi.py`, N = 1..4."""
 import os
@@ -42,20 +42,45 @@ def tumbler(comm, threads=1):
     return sim
 
 
-def reference(comm, steps):
+def tumbler2d(comm, threads=1):
+    """The 2D counterpart: ellipses and disks over a line, periodic along x."""
+    sim = pdem.Simulation(pdem.Domain((0, 0), (1.2, 0.9), periodic=(True, False), dim=2),
+                          dt=4e-4, gravity=(0, -9.81, 0), comm=comm, threads=threads,
+                          check_ids=True)
+    m = sim.material("m", density=1000.0, kn=1e6, friction=0.4, restitution=0.4,
+                     rolling_friction=0.05, rolling_stiffness=0.3)
+    sim.add_plane((0, 0, 0), (0, 1, 0), m)
+    rng = np.random.default_rng(8)
+    x, y = np.meshgrid(np.arange(0.075, 1.2, 0.15), np.arange(0.1, 0.85, 0.15), indexing="ij")
+    pos = np.column_stack([x.ravel(), y.ravel()]) + rng.uniform(-0.01, 0.01, (x.size, 2))
+    vel = rng.normal(0, 0.6, pos.shape)
+    ell = rng.random(len(pos)) < 0.7
+    n = int(ell.sum())
+    sim.add_ellipses(pos[ell], np.column_stack([rng.uniform(0.04, 0.065, n),
+                                                rng.uniform(0.02, 0.04, n)]), m,
+                     angles=rng.uniform(0, 6, n), velocities=vel[ell],
+                     angular_velocities=rng.normal(0, 5, n))
+    sim.add_spheres(pos[~ell], rng.uniform(0.03, 0.05, len(pos) - n), m, velocities=vel[~ell])
+    return sim
+
+
+SCENES = {3: tumbler, 2: tumbler2d}
+
+
+def reference(comm, steps, dim=3):
     ref = None
     if comm.rank == 0:
-        sim = tumbler(MPI.COMM_SELF)
+        sim = SCENES[dim](MPI.COMM_SELF)
         sim.run(steps=steps)
         ref = state(sim)
     return comm.bcast(ref, root=0)
 
 
 @pytest.mark.mpi(min_size=1)
-@pytest.mark.parametrize("threads", [1, 2])
-def test_ellipsoids_same_bits_on_any_rank_and_thread_count(threads):
+@pytest.mark.parametrize("dim,threads", [(3, 1), (3, 2), (2, 2)])
+def test_ellipsoids_same_bits_on_any_rank_and_thread_count(dim, threads):
     comm = MPI.COMM_WORLD
-    sim = tumbler(comm, threads)
+    sim = SCENES[dim](comm, threads)
     sim.run(steps=STEPS)
     got = state(sim)
     kinds = set(got[1]["kind"])
@@ -66,7 +91,7 @@ def test_ellipsoids_same_bits_on_any_rank_and_thread_count(threads):
     migrated = int(sim.collective.sum(np.array([sim.n_migrated], np.int64))[0])
     assert comm.size == 1 or migrated > 0
     if comm.size > 1 or threads > 1:
-        assert_same_state(got, reference(comm, STEPS))
+        assert_same_state(got, reference(comm, STEPS, dim))
 
 
 @pytest.mark.mpi(min_size=1)

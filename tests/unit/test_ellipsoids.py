@@ -138,16 +138,19 @@ def dropped(steps=20000):
 
 
 def test_dropped_ellipsoid_rests_on_its_flat_side():
-    """At rest the centre is lowest: height = smallest semi-axis - the static overlap
-    W / k_n (a small tilt held by the rolling resistance, ~7e-3 rad, raises it by
-    (a^2/c - c) theta^2 / 2 ~ 2e-6), the shortest axis vertical, and the plane carries
-    the weight to 1e-6."""
+    """At rest the centre is lowest: height = the support function along the vertical
+    h(e_z) = sqrt(sum a_i^2 (R^T e_z)_i^2) less the static overlap W / k_n, which is the
+    smallest semi-axis to 5e-6 (a small tilt held by the rolling resistance, ~7e-3 rad,
+    raises it by (a^2/c - c) theta^2 / 2 ~ 2e-6); the shortest axis vertical, and the
+    plane carries the weight to 1e-6."""
     sim = dropped()
     p = sim.particles()
     W = p["mass"][0] * G
     z = p["position"][0, 2]
-    assert abs(z - (0.01 - W / 1e4)) < 5e-6, z
     axes = rot(p["orientation"][0])            # columns: body axes in world coordinates
+    support = math.sqrt(np.sum((np.array([0.03, 0.02, 0.01]) * axes[2]) ** 2))  # h(e_z)
+    assert abs(z - (support - W / 1e4)) < 1e-8, (z, support)
+    assert abs(z - (0.01 - W / 1e4)) < 5e-6, z
     assert abs(axes[2, 2]) > math.cos(0.02)    # the shortest axis vertical
     assert abs(axes[2, 0]) < 0.02              # the longest one horizontal
     load = sim.plane_forces()[0]
@@ -167,7 +170,7 @@ def two_particles(kind, law="hooke", dt=1e-5, restitution=0.5, friction=0.4,
     m = sim.material("m", density=1000.0, friction=friction, restitution=restitution,
                      **stiffness)
     sim.add_plane((0, 0, 0), (0, 0, 1), m)
-    pos = [[0.40, 0.50, 0.05], [0.52, 0.53, 0.05]]
+    pos = [[0.40, 0.50, 0.0502], [0.52, 0.53, 0.0503]]   # not exactly touching
     vel = [[0.5, 0.1, 0.0], [0.0, 0.0, 0.0]]
     w = [[0, 0, 3.0], [1.0, 0, 0]]
     if kind == "sphere":
@@ -328,3 +331,71 @@ def test_editing_ellipsoids():
     with pytest.raises(pdem.InputError, match="block: particle id 0 is an ellipsoid"):
         sim.block([0], "rx")
     sim.block([0], "xyz")                      # translations are fine
+
+
+# ------------------------------------------------------------------- 2D ellipses
+def box2d(length=0.4, dt=2e-4, gravity=(0, -G, 0)):
+    return pdem.Simulation(pdem.Domain((0, 0), (length, length), periodic=(True, False), dim=2),
+                           dt=dt, gravity=gravity)
+
+
+def test_ellipse_mass_properties_and_checks():
+    sim = box2d()
+    m = sim.material("m", density=1000.0, kn=1e3)
+    sim.add_ellipses([[0.2, 0.2]], [[0.03, 0.01]], m, angles=0.4, angular_velocities=2.0)
+    p = sim.particles()
+    mass = 1000 * math.pi * 0.03 * 0.01
+    assert list(p["shape"]) == [2] and p["mass"][0] == pytest.approx(mass, rel=1e-14)
+    assert p["inertia"][0, 2] == pytest.approx(mass * (0.03 ** 2 + 0.01 ** 2) / 4, rel=1e-14)
+    assert np.allclose(p["orientation"][0], [math.cos(0.2), 0, 0, math.sin(0.2)], atol=1e-15)
+    assert np.array_equal(p["angular_velocity"][0], [0, 0, 2.0])
+    with pytest.raises(pdem.InputError, match=r"semi_axes must have shape \(1, 2\) \(two "
+                                               r"semi-axes per ellipse\)"):
+        sim.add_ellipses([[0.1, 0.2]], [[0.03, 0.01, 0.01]], m)
+    with pytest.raises(pdem.InputError, match="add_segments: contacts of ellipsoids or "
+                                              "ellipses with boundary segments"):
+        sim.add_segments([[0, 0.1]], [[0.1, 0.1]], m)
+    with pytest.raises(pdem.InputError, match="ellipses need a 2D domain, got dim=3"):
+        box().add_ellipses([[0.5, 0.5, 0.5]], [[0.03, 0.01]], m)
+
+
+def test_ellipse_with_equal_axes_follows_the_disk():
+    """a = b: the disk's trajectory to round-off (an oblique impact of two on a line)."""
+    runs = []
+    for kind in ("disk", "ellipse"):
+        sim = box2d(1.0, dt=1e-5)
+        m = sim.material("m", density=1000.0, kn=2e3, friction=0.4, restitution=0.5)
+        sim.add_plane((0, 0, 0), (0, 1, 0), m)
+        pos, vel, w = [[0.40, 0.0502], [0.52, 0.06]], [[0.5, 0.0], [0.0, 0.0]], [3.0, -1.0]
+        if kind == "disk":
+            sim.add_spheres(pos, 0.05, m, velocities=vel, angular_velocities=w)
+        else:
+            sim.add_ellipses(pos, [[0.05, 0.05]] * 2, m, velocities=vel, angular_velocities=w)
+        sim.run(6000)
+        runs.append(sim.particles())
+    p, q = runs
+    for k in ("position", "velocity", "angular_velocity"):
+        assert np.max(np.abs(p[k] - q[k])) < 1e-10 * np.abs(p[k]).max(), k
+
+
+def test_dropped_ellipse_rests_on_its_long_side():
+    """Centre height = the support function sqrt(a^2 sin^2 theta + b^2 cos^2 theta) of the
+    resting tilt theta (|theta| < 0.02, held by the rolling resistance) less W / k_n (2D,
+    per unit thickness): the major axis horizontal; the line carries the weight;
+    the angular momentum stays along z exactly."""
+    sim = box2d()
+    m = sim.material("m", density=1000.0, kn=1e6, friction=0.5, restitution=0.05,
+                     rolling_friction=0.02, rolling_stiffness=0.3)
+    sim.add_plane((0, 0, 0), (0, 1, 0), m)
+    sim.add_ellipses([[0.2, 0.05]], [[0.03, 0.01]], m, angles=1.0, angular_velocities=3.0)
+    sim.run(20000)
+    p = sim.particles()
+    W = p["mass"][0] * G
+    theta = 2 * math.atan2(p["orientation"][0, 3], p["orientation"][0, 0])
+    # the support function along the vertical less the static overlap W / k_n: the
+    # height for the small tilt theta the rolling resistance holds
+    support = math.sqrt((0.03 * math.sin(theta)) ** 2 + (0.01 * math.cos(theta)) ** 2)
+    assert abs(p["position"][0, 1] - (support - W / 1e6)) < 1e-8, (p["position"][0], theta)
+    assert abs(math.sin(theta)) < 0.02, theta
+    assert abs(-sim.plane_forces()[0, 1] / W - 1) < 1e-6
+    assert np.all(sim.store.angmom[0, :2] == 0.0) and np.all(p["orientation"][0, 1:3] == 0.0)
