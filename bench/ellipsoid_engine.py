@@ -45,9 +45,11 @@ def lattice(kind, n_side, seed=1):
     return sim
 
 
-def measure(kind, n_side, steps):
+def measure(kind, n_side, steps, warm=True):
     sim = lattice(kind, n_side)
+    sim.interactions["ellpair"].warm = warm
     sim.run(20)
+    sim.interactions["ellpair"].stats[:] = 0.0
     sim.timers["contact"] = 0.0
     counts = []
     t = time.perf_counter()
@@ -72,3 +74,6 @@ if __name__ == "__main__":
                                                  stats["iterations_max"]))
     print("ellipsoid / sphere contact: %.1f; mixed / sphere: %.1f"
           % (res["ellipsoid"] / res["sphere"], res["mixed"] / res["sphere"]))
+    per, nc, wall, stats = measure("ellipsoid", n_side, steps, warm=False)
+    print("ellipsoid, cold starts: %6.0f ns per contact and step; iterations mean %.2f max %d"
+          % (per, stats["iterations_mean"], stats["iterations_max"]))

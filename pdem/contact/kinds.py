@@ -545,6 +545,7 @@ class ShapeRows:
     nscd = False                    # ellipsoids are refused with NSCD (add_ellipsoids)
     tol = 1e-10                     # common-normal convergence, relative to the size
     max_iter = 50
+    warm = True                     # start from the last normal (False: benchmarks)
 
     def _sized(self):
         m = len(self.batch)
@@ -598,7 +599,7 @@ class EllipsoidPairs(ShapeRows, TwoBodyRows):
             b.i1, b.i2, st.pos, st.image, sim.box_length, st.vel, st.angvel, st.orient,
             st.shape, st.semi_axes, st.radius, st.mass, st.material, table, nmat, sim.dt,
             sim.flags, self.tol, self.max_iter, b.active, b.state, self.branch, self.iters,
-            self.status, sim.threads, planar=sim.domain.dim == 2)
+            self.status, sim.threads, planar=sim.domain.dim == 2, warm=self.warm)
         self.stats += (n, it_sum, 0)
         self.stats[2] = max(self.stats[2], it_max)
         if failed >= 0:
