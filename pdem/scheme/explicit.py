@@ -96,7 +96,8 @@ def check_timestep(sim):
                         -st.radius[:n][sel].max())
     stats = -sim.collective.max(-stats)
     own_mat = np.flatnonzero(np.isfinite(stats[0]))
-    walls = np.unique(np.r_[sim.planes.material, sim.mesh_walls.wall_material])
+    walls = np.unique(np.r_[sim.planes.material, sim.mesh_walls.wall_material,
+                           sim.region_walls.material])
     limits, coarse = [], []
     for mi in own_mat:
         m_min, r_min, r_max = stats[0, mi], stats[1, mi], -stats[2, mi]
