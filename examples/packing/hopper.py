@@ -105,20 +105,33 @@ def describe(p, label, seconds, steps, t, e, before=0.0):
     return top
 
 
+def section(ax, x, r, axis=1):
+    """The spheres cut by the plane x[axis] = 0, as their true circles of section."""
+    from matplotlib.collections import PatchCollection
+    from matplotlib.patches import Circle
+    cut = np.abs(x[:, axis]) < r
+    rho = np.sqrt(r[cut] ** 2 - x[cut, axis] ** 2)
+    u, v = [d for d in range(3) if d != axis]
+    pc = PatchCollection([Circle((a, b), c) for a, b, c in zip(x[cut, u], x[cut, v], rho)],
+                         cmap="viridis", linewidths=0)
+    pc.set_array(r[cut])
+    ax.add_collection(pc)
+
+
 def draw(results, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, len(results), figsize=(5.5 * len(results), 5.5))
-    for ax, (title, p) in zip(np.atleast_1d(axes), results):
-        x, r = p["position"], p["radius"]
-        cut = np.abs(x[:, 1]) < 0.004                 # a slab through the axis
-        order = np.argsort(x[cut, 1])
-        ax.scatter(x[cut, 0][order], x[cut, 2][order], s=(r[cut][order] / RMAX) ** 2 * 9,
-                   c=r[cut][order], cmap="viridis", linewidths=0)
+    rows = (len(results) + 1) // 2
+    fig, axes = plt.subplots(rows, 2, figsize=(11, 4.2 * rows), squeeze=False)
+    for ax in axes.ravel()[len(results):]:
+        ax.axis("off")
+    for ax, (title, p) in zip(axes.T.ravel(), results):
+        section(ax, p["position"], p["radius"])
         ax.plot([-R0, -R1, R1, R0, -R0], [0, H, H, 0, 0], "k-", lw=0.8)
         ax.set_aspect("equal")
-        ax.set_ylim(-0.005, 0.12)
+        ax.set_xlim(-R1 - 0.002, R1 + 0.002)
+        ax.set_ylim(-0.002, 0.115)
         ax.set_title(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -151,21 +164,25 @@ def main():
         if comm.rank == 0:
             print("pack: %d grains below z = %.4f m, %d iterations, %.1f s"
                   % (n, h, packed.iterations, t_pack), flush=True)
+        results.append(("pdem.pack: %d grains in %.1f s" % (n, t_pack),
+                        {"position": packed.positions, "radius": packed.radii}))
         s, steps, t, p, e = settle(packed.positions, packed.radii, comm, args.rest, dt,
                                    args.max_steps, "pack")
         if comm.rank == 0:
             describe(p, "pack + settle", s, steps, t, e, t_pack)
-        results.append(("pdem.pack + settle: %d grains" % n, p))
+        results.append(("+ settled to rest: %d steps, %.0f s" % (steps, s), p))
     if args.only in (None, "lattice"):
         t0 = time.perf_counter()
         x = lattice(hopper(), radii, seed=2)
         t_lat = time.perf_counter() - t0
+        results.append(("lattice with jitter, clipped: %d grains" % n,
+                        {"position": x, "radius": radii}))
         s, steps, t, p, e = settle(x, radii, comm, args.rest, dt, args.max_steps, "lattice")
         if comm.rank == 0:
             print("lattice: %d grains up to z = %.4f m (%.2f s to build)"
                   % (n, x[:, 2].max(), t_lat))
             describe(p, "lattice + settle", s, steps, t, e, t_lat)
-        results.append(("lattice + settle: %d grains" % n, p))
+        results.append(("+ settled to rest: %d steps, %.0f s" % (steps, s), p))
     if comm.rank == 0:
         draw(results, os.path.join(args.out, "hopper_settled.png"))
 
