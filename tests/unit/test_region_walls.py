@@ -134,3 +134,18 @@ def test_bad_region_walls_are_refused_with_one_line():
     ok = pdem.Box((-1, -1, -1), (1, 1, 1)) - pdem.Sphere((0, 0, 0), 0.3)
     assert sim.add_region_wall(ok, mat) == 0
     input_error(lambda: sim.add_region_wall(ok, "nope"), "nope")
+
+
+def test_nscd_sphere_in_a_spherical_container_carries_its_weight():
+    """The NSCD scheme takes region walls through gaps(): a sphere dropped into the
+    bottom of a spherical container rests on it with load m g, touching (gap 0)."""
+    sim = pdem.Simulation(pdem.Domain((-1.5, -1.5, -1.5), (1.5, 1.5, 1.5)), dt=1e-3,
+                          gravity=(0, 0, -G), comm=MPI.COMM_SELF, scheme=pdem.NSCD())
+    m = sim.material("g", density=1000.0, friction=0.3, restitution=0.0)
+    sim.add_region_wall(pdem.Sphere((0, 0, 0), 1.0), m)
+    sim.add_spheres([[0.0, 0.0, -0.85]], [0.1], m)
+    sim.run(steps=400)
+    p = sim.particles()
+    weight = p["mass"][0] * G
+    assert sim.region_wall_forces()[0] == pytest.approx([0, 0, -weight], rel=1e-6, abs=1e-9)
+    assert p["position"][0] == pytest.approx([0, 0, -0.9], abs=1e-6)
