@@ -21,7 +21,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from . import diagnostics, validate
+from . import analysis, diagnostics, validate
 from ._kernels import integrate
 from .collective import Collective
 from .contact import keys
@@ -33,12 +33,13 @@ from .contact.region_walls import RegionWalls
 from .contact.walls import Planes, Segments
 from .domain import Domain
 from .errors import InputError, SimulationError
+from .events import Events
 from .lost_particles import handle_lost
 from .materials import MaterialTable
 from .parallel.decomposition import Decomposition
 from .parallel.ghosts import GhostExchange, wrap
 from .parallel.migration import migrate
-from .particles import DOF_BITS, ParticleStore, empty_fields, spatial_order
+from .particles import DOF_BITS, ParticleStore, empty_fields, spatial_permutation
 from .scheme import Explicit, Scheme
 from .signals import CheckpointExit, SignalCheckpoint  # noqa: F401 (part of the API)
 from .threads import thread_count
@@ -103,6 +104,8 @@ class Simulation:
         self.check_ids = check_ids
         self.n_balances = 0
         self.n_migrated = 0                      # particles this rank sent to others
+        self.events = Events(self)               # sim.events.at / every / when
+        self.stopped = False                     # set by stop(), reset by run()
         self.n_removed = 0                       # particles removed by lost='remove' (all ranks)
         self._ids = np.empty(0, np.int64)        # all live ids (kept for check_ids)
         self.skin = skin
@@ -543,9 +546,17 @@ class Simulation:
     # ---------------------------------------------------------------- running
     def run(self, steps=None, until=None):
         """Advance by `steps` steps or until time `until` (the first step whose time
-        reaches until - dt/2)."""
+        reaches until - dt/2), or until an event calls `stop()`."""
+        self.stopped = False
         for _ in range(validate.steps_to_run(steps, until, self.time, self.dt)):
             self.step()
+            if self.stopped:
+                break
+
+    def stop(self):
+        """End the current run after this step (from an event's callback, on every
+        rank); `sim.stopped` tells loops around `run` (ResultFile.run, the command line)."""
+        self.stopped = True
 
     def step(self):
         """One time step t -> t + dt (see the module docstring for the order)."""
@@ -594,6 +605,8 @@ class Simulation:
         if self.check_ids:
             diagnostics.verify_ids(self, self._ids)
         self.timers["comm"] += time.perf_counter() - t4
+        if self.events:                         # before a checkpoint on a signal
+            self.events.after_step()
         if signum:
             self.signals.checkpoint_and_exit(self, int(signum))
 
@@ -650,11 +663,13 @@ class Simulation:
         skin, and the build positions of the original run are kept, so that the next
         rebuild comes at the same step as without restart."""
         st, dom, dec = self.store, self.domain, self.dec
-        own = st.owned()
+        # views of the owned rows: every field is gathered anew by the ghost build
+        own = {k: v[:st.n_own] for k, v in st.f.items()}
         new_index = None
         if restore:
             own["build_pos"] = self._build_pos
         else:
+            own["pos"] = own["pos"].copy()              # wrapped in place
             wrap(own["pos"], dom.lo, dom.hi, dom.periodic)
             own, new_index, removed = handle_lost(self, own)
             if self.check_ids:
@@ -690,16 +705,15 @@ class Simulation:
             own, received = migrate(self.comm, own, dest, [k.batch for k in kinds], owners)
             for kind, batch in zip(kinds, received):
                 kind.batch = batch
-        own = spatial_order(own)
+        order = spatial_permutation(own)                # owned rows in cell order
         build_pos = own.pop("build_pos", None)
-        own["image"][:] = 0
-        local = self.ghosts.build(own, cutoff)          # borders
+        if build_pos is not None and order is not None:
+            build_pos = build_pos[order]
+        own["image"] = np.zeros_like(own["image"])
+        local = self.ghosts.build(own, cutoff, order)   # borders; one gather per field
         n_own = len(own["id"])
-        st.set_local(own, {k: v[n_own:] for k, v in local.items()})
-        # owned index of every local particle (ghosts that are periodic images of an
-        # owned particle of this rank get its index, others -1)
-        owner = np.concatenate([np.arange(n_own, dtype=np.int32),
-                                owned_index(st.id[n_own:], st.id[:n_own])])
+        st.set_local(local, n_own=n_own)
+        owner = self._owners(order, n_own)
         build = Build(n_own, owner, list_skin, cutoff, restore)
         for kind in kinds:
             kind.build(build)
@@ -707,6 +721,27 @@ class Simulation:
         self._build_pos = build_pos if restore else st.pos[:n_own].copy()
         self._dirty = self._restoring = False
         self.n_rebuilds += 0 if restore else 1
+
+    def _owners(self, order, n_own):
+        """Owned index of every local particle after a ghost build: ghosts that are
+        periodic images of an owned particle of this rank get its index (known from
+        the ghost's source row), others -1 (owned_index of their ids)."""
+        st, src = self.store, self.ghosts.source
+        owner = np.empty(st.n, np.int32)
+        owner[:n_own] = np.arange(n_own, dtype=np.int32)
+        g = src[n_own:]
+        mine = g < self.ghosts.n_pool_owned
+        gh = owner[n_own:]
+        if order is None:
+            gh[mine] = g[mine]
+        else:
+            inverse = np.empty(n_own, np.int32)         # pool row -> owned index
+            inverse[order] = owner[:n_own]
+            gh[mine] = inverse[g[mine]]
+        other = np.flatnonzero(~mine)
+        if len(other):
+            gh[other] = owned_index(st.id[n_own:][other], st.id[:n_own])
+        return owner
 
     # ---------------------------------------------------------------- checkpoints
     def checkpoint(self, path):
@@ -844,6 +879,23 @@ class Simulation:
         """Kinetic, rotational and gravitational potential energy at t (collective;
         pdem.diagnostics.energy)."""
         return diagnostics.energy(self)
+
+    def stress(self, region=None, volume=None, kinetic=True):
+        """Love-Weber stress tensor (3, 3), tension positive, of the particles in
+        `region` (None: all) over `volume` (default: the domain's, or the region's);
+        kinetic: include -sum m v' v' / V. Collective (pdem.analysis.stress)."""
+        return analysis.stress(self, region, volume, kinetic)
+
+    def particle_stress(self, gather=False):
+        """Per owned particle, sorted by id: {"id", "stress" (n, 3, 3): sum over its
+        contacts of (x_c - x) (x) f / particle volume, "coordination": number of
+        particle contacts}; gather=True: all particles on every rank (collective)."""
+        return analysis.particle_stress(self, gather)
+
+    def fabric(self):
+        """{"tensor": sum n (x) n / N_c over particle contacts, "contacts": N_c,
+        "coordination": 2 N_c / N_particles} (collective)."""
+        return analysis.fabric(self)
 
     def timer_stats(self):
         """Seconds per phase over ranks: {phase: (min, mean, max)} (collective)."""

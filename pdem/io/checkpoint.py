@@ -7,7 +7,8 @@ never destroys the previous good checkpoint.
 Layout (version 6): root attributes hold the scalars (step, time, clock_t0, clock_step0, dt, skin, flags,
 next id, options) and JSON of the domain, materials, pair overrides, time-stepping
 scheme ({"name", "options"}: pdem.scheme.from_description) and bonds (bond materials,
-the longest bond); `bonds_broken/<field>` the record of broken bonds;
+the longest bond), `events_fired` (JSON: names of the once-events that have fired,
+pdem/events.py); `bonds_broken/<field>` the record of broken bonds;
 `planes/{point,normal,vel,material}`; `segments/{a,b,material}` and
 `points/{a,b,material}` (2D boundary segments and points, a == b);
 `region_walls/{material,<i>}` (level-set walls, each region pickled); `particles/<field>` for every field of
@@ -88,6 +89,7 @@ def write(sim, path):
         a["scheme"] = json.dumps(sim.scheme.describe())
         bonds = sim.interactions["bond"]
         a["bonds"] = bonds.describe()
+        a["events_fired"] = json.dumps(sorted(sim.events.fired))   # once-events (pdem/events.py)
         dom = sim.domain
         a["domain"] = json.dumps({"lo": dom.lo.tolist(), "hi": dom.hi.tolist(),
                                   "periodic": list(dom.periodic), "dim": dom.dim})
@@ -209,6 +211,7 @@ def read(path, simulation, comm=None, threads=None, dims=None):
         sim.set_clock(float(a["time"]), int(a["step"]),
                       (float(a["clock_t0"]), int(a["clock_step0"])) if "clock_t0" in a else None)
         sim.next_id, sim.n_rebuilds = int(a["next_id"]), int(a["n_rebuilds"])
+        sim.events.fired = set(json.loads(a["events_fired"])) if "events_fired" in a else set()
         # particles: each rank keeps those in its subdomain
         own = {k: [] for k in list(FIELDS) + ["build_pos"]}
         pos = f["particles/pos"]
