@@ -164,13 +164,13 @@ def main():
         if comm.rank == 0:
             print("pack: %d grains below z = %.4f m, %d iterations, %.1f s"
                   % (n, h, packed.iterations, t_pack), flush=True)
-        results.append(("pdem.pack: %d grains in %.1f s" % (n, t_pack),
+        results.append(("pdem.pack: %d grains, %d iterations" % (n, packed.iterations),
                         {"position": packed.positions, "radius": packed.radii}))
         s, steps, t, p, e = settle(packed.positions, packed.radii, comm, args.rest, dt,
                                    args.max_steps, "pack")
         if comm.rank == 0:
             describe(p, "pack + settle", s, steps, t, e, t_pack)
-        results.append(("+ settled to rest: %d steps, %.0f s" % (steps, s), p))
+        results.append(("+ settled to rest: %d steps" % steps, p))
     if args.only in (None, "lattice"):
         t0 = time.perf_counter()
         x = lattice(hopper(), radii, seed=2)
@@ -182,7 +182,7 @@ def main():
             print("lattice: %d grains up to z = %.4f m (%.2f s to build)"
                   % (n, x[:, 2].max(), t_lat))
             describe(p, "lattice + settle", s, steps, t, e, t_lat)
-        results.append(("+ settled to rest: %d steps, %.0f s" % (steps, s), p))
+        results.append(("+ settled to rest: %d steps" % steps, p))
     if comm.rank == 0:
         draw(results, os.path.join(args.out, "hopper_settled.png"))
 
