@@ -808,8 +808,8 @@ class Simulation:
     def contacts(self, gather=False):
         """Active contacts, each on one rank (the owner of id1, or of a wall contact's
         particle; gather=True: all, on every rank; collective), ordered by kind ("pair",
-        "plane", "mesh", "segment", "point": pdem.contact.kinds.KINDS), wall (the wall
-        element's index, -1 for pairs), id1 (-1 for walls), id2. Force and torque
+        "plane", "mesh", "segment", "point", "region": pdem.contact.kinds.KINDS), wall
+        (the wall element's index, -1 for pairs), id1 (-1 for walls), id2. Force and torque
         act on id2; u, phi, u0, phi0: L6Geom displacements and shifted origins (local
         axes, u_x < 0 in overlap); normal: the local x axis, towards id2."""
         kinds = [k for k in self.interactions.values() if k.contact]

@@ -95,7 +95,8 @@ def wall_planes(const double[:, ::1] x, const double[::1] r, const double[::1] d
     cdef double den, delta
     for i in prange(n, nogil=True, schedule='static', num_threads=max(1, n_threads)):
         den = d0[i] - d1[i]
-        if (den <= 0.0 if d0[i] >= 0.0 else den >= 0.0) or (normal[i, 0] == 0.0 and normal[i, 1] == 0.0 and normal[i, 2] == 0.0):
+        if (den <= 0.0 if d0[i] >= 0.0 else den >= 0.0) or (
+                normal[i, 0] == 0.0 and normal[i, 1] == 0.0 and normal[i, 2] == 0.0):
             gap[i] = INFINITY
             delta = -1e300
         else:
