@@ -4,21 +4,21 @@ One HDF5 file written collectively (h5py `mpio` driver) to `<path>.tmp` and rena
 to `<path>` by rank 0 only once every rank has closed it, so a crash or a full disk
 never destroys the previous good checkpoint.
 
-Layout (version 6): root attributes hold the scalars (step, time, clock_t0,
-clock_step0, dt, skin, flags, next id, options) and JSON of the domain, materials, pair overrides, time-stepping
-scheme ({"name", "options"}: pdem.scheme.from_description) and bonds (bond materials,
-the longest bond), `events_fired` (JSON: names of the once-events that have fired,
-pdem/events.py); `bonds_broken/<field>` the record of broken bonds;
+Layout (version 6): root attributes hold the scalars (step, time, clock_t0, clock_step0,
+dt, skin, flags, next id, options) and JSON of the domain, materials, pair overrides,
+time-stepping scheme ({"name", "options"}: pdem.scheme.from_description) and bonds (bond
+materials, the longest bond), `events_fired` (JSON: names of the once-events that have
+fired, pdem/events.py); `bonds_broken/<field>` the record of broken bonds;
 `planes/{point,normal,vel,material}`; `segments/{a,b,material}` and
 `points/{a,b,material}` (2D boundary segments and points, a == b);
 `region_walls/{material,<i>}` (level-set walls, each region pickled);
 `particles/<field>` for every field of pdem.particles.FIELDS plus `build_pos`, the
-position at the last neighbor build (rows in no particular order; ids stored); `interactions/<kind>/{key,active,state}`
-for every interaction kind (pdem.contact.kinds: pair, plane, mesh, ...), the active
-contact rows (L6Geom state and law history) keyed as pdem.contact.keys says, each
-contact written once (by the rank owning its first particle), with the row layout
-and the key layout as attributes; `mesh_walls/<i>/...` the mesh
-walls (current and build-time vertices, normals, flags, motion state: see
+position at the last neighbor build (rows in no particular order; ids stored);
+`interactions/<kind>/{key,active,state}` for every interaction kind (pdem.contact.kinds:
+pair, plane, mesh, ...), the active contact rows (L6Geom state and law history) keyed as
+pdem.contact.keys says, each contact written once (by the rank owning its first
+particle), with the row layout and the key layout as attributes; `mesh_walls/<i>/...`
+the mesh walls (current and build-time vertices, normals, flags, motion state: see
 pdem.contact.mesh_walls.MeshWalls.save).
 
 Bitwise continuation: positions are stored unwrapped and `build_pos` keeps the
