@@ -28,10 +28,12 @@ from .contact.flags import APPROX, NO_RATCH
 from .contact.kinds import KINDS, Build, owned_index
 from .contact.mesh import Mesh
 from .contact.mesh_walls import DEFAULT_CUTOFF_DEGREES, MeshWalls
+from .contact.wall_motion import RigidMotion
 from .contact.walls import Planes, Segments
 from .domain import Domain
 from .errors import InputError, SimulationError
 from .events import Events
+from .motion import WallMotions
 from .lost_particles import handle_lost
 from .materials import MaterialTable
 from .parallel.decomposition import Decomposition
@@ -101,6 +103,7 @@ class Simulation:
         self.n_balances = 0
         self.n_migrated = 0                      # particles this rank sent to others
         self.external = editing.ExternalLoads()  # set_external_load
+        self.motions = WallMotions()             # set_plane_motion, set_mesh_motion
         self.events = Events(self)               # sim.events.at / every / when
         self.stopped = False                     # set by stop(), reset by run()
         self.n_removed = 0                       # particles removed by lost='remove' (all ranks)
@@ -263,6 +266,32 @@ class Simulation:
             self.collective.raise_if_any(problem, InputError)
         self._scene_changed()
         return idx
+
+    def set_plane_motion(self, plane, law):
+        """Drive plane `plane` (its index) by a motion law (pdem.motion.Sine, Ramp, Table,
+        Servo; None: stop it), from now on. Collective."""
+        self.collective.same("set_plane_motion", plane=plane, law=self.motions.check(law))
+        if not (isinstance(plane, (int, np.integer)) and 0 <= plane < len(self.planes)):
+            raise InputError("set_plane_motion: plane must be a plane index in 0..%d, got %r"
+                             % (len(self.planes) - 1, plane))
+        self.motions.set(self, ("plane", int(plane)), law)
+        if law is None:
+            self.planes.vel[plane] = 0.0
+
+    def set_mesh_motion(self, wall, law):
+        """Translate mesh wall `wall` (index or name) by a motion law (as
+        set_plane_motion; a Servo needs axis=). Collective."""
+        self.collective.same("set_mesh_motion", wall=wall, law=self.motions.check(law))
+        i = self.mesh_walls.index(wall)
+        w = self.mesh_walls[i]
+        if w.motion is None:
+            w.motion = RigidMotion(w.mesh, reference_point=w.mesh.vertices.mean(axis=0))
+        elif not isinstance(w.motion, RigidMotion):
+            raise InputError("set_mesh_motion: mesh wall %r deforms (vertex_velocities); a "
+                             "motion law moves rigid walls only" % (w.name,))
+        self.motions.set(self, ("mesh", i), law)
+        if law is None:
+            w.motion.set_velocity(velocity=(0.0, 0.0, 0.0))
 
     def add_segments(self, x0, x1, material, end_points=True):
         """Add fixed boundary segments from x0[k] to x1[k] (seed 003; in 3D, rods of
@@ -579,6 +608,8 @@ class Simulation:
         since_build = st.pos if self._dirty else self._build_pos
         moved2 = integrate.drift(st.pos, st.vel, st.angvel, st.orient, since_build, self.dt,
                                  st.n_own, self.threads)
+        if self.motions:                        # motion laws: wall velocities of this step
+            self.motions.apply(self)
         self.planes.move(self.dt)
         self.mesh_walls.move(self.dt)
         moved2 = max(moved2, self.mesh_walls.moved2())    # the same on every rank

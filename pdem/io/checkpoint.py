@@ -8,7 +8,7 @@ Layout (version 5): root attributes hold the scalars (step, time, clock_t0, cloc
 next id, options) and JSON of the domain, materials, pair overrides, time-stepping
 scheme ({"name", "options"}: pdem.scheme.from_description) and bonds (bond materials,
 the longest bond), `events_fired` (JSON: names of the once-events that have fired,
-pdem/events.py); `bonds_broken/<field>` the record of broken bonds;
+pdem/events.py), `motions` (JSON: the wall motion laws, pdem/motion.py); `bonds_broken/<field>` the record of broken bonds;
 `planes/{point,normal,vel,material}`; `external/{ids,force,torque}` the external loads
 (pdem/editing.py); `segments/{a,b,material}` and
 `points/{a,b,material}` (2D boundary segments and points, a == b); `particles/<field>` for every field of
@@ -89,6 +89,7 @@ def write(sim, path):
         bonds = sim.interactions["bond"]
         a["bonds"] = bonds.describe()
         a["events_fired"] = json.dumps(sorted(sim.events.fired))   # once-events (pdem/events.py)
+        a["motions"] = json.dumps(sim.motions.describe())           # wall motion laws
         dom = sim.domain
         a["domain"] = json.dumps({"lo": dom.lo.tolist(), "hi": dom.hi.tolist(),
                                   "periodic": list(dom.periodic), "dim": dom.dim})
@@ -204,6 +205,7 @@ def read(path, simulation, comm=None, threads=None, dims=None):
             for name in ELEMENT_FIELDS:
                 setattr(getattr(sim, group), name, np.ascontiguousarray(f[group + "/" + name][...]))
         sim.mesh_walls.load(f["mesh_walls"])
+        sim.motions.restore(json.loads(a["motions"]) if "motions" in a else [])
         # the record of breaks goes to rank 0 (it is output, not state)
         sim.interactions["bond"].restore(a["bonds"], {
             k: f["bonds_broken/" + k][...] if comm.rank == 0 else f["bonds_broken/" + k][:0]
