@@ -4,6 +4,7 @@ from .domain import Domain
 from .errors import InputError, SimulationError, TimeStepWarning
 from .materials import Material
 from .motion import Ramp, Servo, Sine, Table
+from . import sizes
 from .nscd.scheme import NSCD
 from .packing import Packing, pack
 from .regions import (Box, Cone, Cylinder, FunctionRegion, HalfSpace, MeshRegion, Region, Sphere,

@@ -20,7 +20,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from . import analysis, diagnostics, editing, validate
+from . import analysis, diagnostics, editing, insertion, validate
 from ._kernels import integrate
 from .collective import Collective
 from .contact import keys
@@ -104,6 +104,8 @@ class Simulation:
         self.n_migrated = 0                      # particles this rank sent to others
         self.external = editing.ExternalLoads()  # set_external_load
         self.motions = WallMotions()             # set_plane_motion, set_mesh_motion
+        self.insertions = {}                     # add_insertion, by name
+        self.insertion_states = {}               # from a checkpoint, until re-registered
         self.events = Events(self)               # sim.events.at / every / when
         self.stopped = False                     # set by stop(), reset by run()
         self.n_removed = 0                       # particles removed by lost='remove' (all ranks)
@@ -266,6 +268,16 @@ class Simulation:
             self.collective.raise_if_any(problem, InputError)
         self._scene_changed()
         return idx
+
+    def add_insertion(self, region, material, radii, rate=None, mass_rate=None, count=None,
+                      velocity=(0.0, 0.0, 0.0), every=1000, seed=0, name="insertion"):
+        """Pour particles into `region` during the run at `rate` particles per time unit
+        (or `mass_rate`), up to `count`, every `every` steps, with radii a radius or a
+        size distribution (pdem.sizes), rejecting overlaps (pdem/insertion.py). The same
+        on any number of ranks; after a restart, call it again with the same name.
+        Collective; returns the Insertion (its `state`: number and mass inserted)."""
+        return insertion.add_insertion(self, region, material, radii, rate, mass_rate, count,
+                                       velocity, every, seed, name)
 
     def set_plane_motion(self, plane, law):
         """Drive plane `plane` (its index) by a motion law (pdem.motion.Sine, Ramp, Table,
@@ -725,9 +737,10 @@ class Simulation:
         rmax, bond = self.collective.max(np.array([
             float(own["radius"].max()) if len(own["radius"]) else 0.0,
             self.interactions["bond"].reach()]))
-        if self.skin is None:
-            self.skin = 0.2 * rmax if rmax > 0 else 1.0
-        list_skin = max((2.0 * self.skin if restore else self.skin) +
+        if self.skin is None and rmax > 0:    # an empty start (insertion later) waits
+            self.skin = 0.2 * rmax
+        skin = self.skin or 0.0
+        list_skin = max((2.0 * skin if restore else skin) +
                         self.scheme.reach(self, own["radius"]), reach)  # contacts within an alert distance
         # the ghosts cover the pairs and the longest bond (plus the last step's motion)
         cutoff = max(2.0 * rmax, bond + 0.5 * list_skin if bond else 0.0) + list_skin

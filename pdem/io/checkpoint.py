@@ -8,7 +8,8 @@ Layout (version 5): root attributes hold the scalars (step, time, clock_t0, cloc
 next id, options) and JSON of the domain, materials, pair overrides, time-stepping
 scheme ({"name", "options"}: pdem.scheme.from_description) and bonds (bond materials,
 the longest bond), `events_fired` (JSON: names of the once-events that have fired,
-pdem/events.py), `motions` (JSON: the wall motion laws, pdem/motion.py); `bonds_broken/<field>` the record of broken bonds;
+pdem/events.py), `motions` (JSON: the wall motion laws, pdem/motion.py), `insertions` (JSON: the
+progress of each insertion by name, pdem/insertion.py); `bonds_broken/<field>` the record of broken bonds;
 `planes/{point,normal,vel,material}`; `external/{ids,force,torque}` the external loads
 (pdem/editing.py); `segments/{a,b,material}` and
 `points/{a,b,material}` (2D boundary segments and points, a == b); `particles/<field>` for every field of
@@ -90,6 +91,8 @@ def write(sim, path):
         a["bonds"] = bonds.describe()
         a["events_fired"] = json.dumps(sorted(sim.events.fired))   # once-events (pdem/events.py)
         a["motions"] = json.dumps(sim.motions.describe())           # wall motion laws
+        a["insertions"] = json.dumps({**sim.insertion_states,          # insertion progress
+                                      **{k: v.state for k, v in sim.insertions.items()}})
         dom = sim.domain
         a["domain"] = json.dumps({"lo": dom.lo.tolist(), "hi": dom.hi.tolist(),
                                   "periodic": list(dom.periodic), "dim": dom.dim})
@@ -206,6 +209,7 @@ def read(path, simulation, comm=None, threads=None, dims=None):
                 setattr(getattr(sim, group), name, np.ascontiguousarray(f[group + "/" + name][...]))
         sim.mesh_walls.load(f["mesh_walls"])
         sim.motions.restore(json.loads(a["motions"]) if "motions" in a else [])
+        sim.insertion_states = json.loads(a["insertions"]) if "insertions" in a else {}
         # the record of breaks goes to rank 0 (it is output, not state)
         sim.interactions["bond"].restore(a["bonds"], {
             k: f["bonds_broken/" + k][...] if comm.rank == 0 else f["bonds_broken/" + k][:0]
