@@ -279,9 +279,10 @@ def main():
         "peak); affine bound %.1f GPa" % (u["peak"] / 1e6, 100 * u["strain_peak"],
                                           u["E_tangent"] / 1e9, u["E_secant"] / 1e9,
                                           u["E_affine"] / 1e9))
-    say("  cracks %d (tension %d, shear %d); platen mismatch %.2f %% at 50 %% of peak, "
-        "%.2f %% at peak" % (u["n_broken"], u["tension"], u["shear"],
-                             100 * u["mismatch_half"], 100 * u["mismatch_peak"]))
+    say("  cracks %d at the peak, %d at the end (tension %d, shear %d); platen mismatch "
+        "%.2f %% at 50 %% of peak, %.2f %% at peak"
+        % (u["rec"]["broken"][np.argmax(u["stress"])], u["n_broken"], u["tension"],
+           u["shear"], 100 * u["mismatch_half"], 100 * u["mismatch_peak"]))
     u2 = None
     if not args.no_stiff:
         # the same platen speed (so not a mere change of time unit), dt / sqrt(2)
@@ -298,11 +299,11 @@ def main():
         bz = brazilian(xd, rd, comm, disk)
         say("Brazilian disk D %g mm, t %g mm: %d spheres, %d bonds, %d steps, %.0f s"
             % (1e3 * D, 1e3 * t, len(rd), bz["n_bonds"], bz["steps"], bz["seconds"]))
-        say("  F peak %.0f N, sigma_t %.1f MPa; cracks %d (tension %d, shear %d); platen "
-            "mismatch %.2f %% at peak" % (bz["f_peak"], bz["sigma_t"] / 1e6, bz["n_broken"],
-                                          bz["tension"], bz["shear"],
-                                          100 * bz["mismatch_peak"]))
-        say("UCS / sigma_t = %.1f (P&C's parallel bonds: low; granite ~10-20)"
+        say("  F peak %.0f N, sigma_t %.1f MPa; cracks %d at the peak, %d at the end "
+            "(tension %d, shear %d); platen mismatch %.2f %% at peak"
+            % (bz["f_peak"], bz["sigma_t"] / 1e6, bz["rec"]["broken"][np.argmax(bz["force"])],
+               bz["n_broken"], bz["tension"], bz["shear"], 100 * bz["mismatch_peak"]))
+        say("UCS / sigma_t = %.1f (parallel bonds: low; granite ~10-20, docs/bonds.md)"
             % (u["peak"] / bz["sigma_t"]))
     if args.docs and comm.rank == 0:
         plot(u, u2, bz, args.docs)
