@@ -29,7 +29,6 @@ import math
 import os
 import shutil
 import subprocess
-import sys
 import time
 
 import numpy as np

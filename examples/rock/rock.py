@@ -54,8 +54,9 @@ def specimen(region, comm, seed=1, fraction=0.57):
 def build(x, r, comm, stiffness=1.0, axis=2, speed=None, dt=None):
     """The bonded specimen between two platens normal to `axis` moving towards each
     other at `speed` each (default: CROSSINGS wave crossings to 0.3 % strain).
-    stiffness scales Ec = Ebar_c; dt defaults to 0.1 sqrt(m_min / (kn + kn_bond A)). Contact kn = 4 r Ec and bond kn = Ebar_c / (2 r)
-    with r the mean radius (P&C's PFC3D relations); ks = kn / 2.5."""
+    stiffness scales Ec = Ebar_c; dt defaults to 0.1 sqrt(m_min / (kn + kn_bond A)).
+    Contact kn = 4 r Ec and bond kn = Ebar_c / (2 r) with r the mean radius (P&C's
+    PFC3D relations); ks = kn / 2.5."""
     ec = E_C * stiffness
     rm = r.mean()
     lo, hi = (x - r[:, None]).min(axis=0), (x + r[:, None]).max(axis=0)   # touching
@@ -70,9 +71,9 @@ def build(x, r, comm, stiffness=1.0, axis=2, speed=None, dt=None):
     sim = pdem.Simulation(dom, dt=dt, comm=comm, gravity=(0, 0, 0))
     sim.material("rock", RHO, kn=kn, kt=kn / K_RATIO, friction=MU, restitution=0.3)
     sim.add_spheres(x, r, "rock")
-    sim.bond_material("cement", kn=ec / (2.0 * rm), ks=ec / (2.0 * rm) / K_RATIO,
-                      tensile_strength=SIGMA_C, cohesion=SIGMA_C, damping=DAMPING,
-                      scatter={"distribution": "normal", "cv": CV, "seed": 7})
+    bond = sim.bond_material("cement", kn=ec / (2.0 * rm), ks=ec / (2.0 * rm) / K_RATIO,
+                             tensile_strength=SIGMA_C, cohesion=SIGMA_C, damping=DAMPING,
+                             scatter={"distribution": "normal", "cv": CV, "seed": 7})
     n_bonds = sim.bond_contacts("cement", gap=BOND_GAP)
     if speed is None:                 # wave speed ~ sqrt(E / rho) with E ~ 0.6 Ec
         crossing = length / math.sqrt(0.6 * ec / RHO)
@@ -81,7 +82,8 @@ def build(x, r, comm, stiffness=1.0, axis=2, speed=None, dt=None):
     normal[axis] = 1.0
     sim.add_plane(lo, normal, "rock", velocity=speed * normal)
     sim.add_plane(hi, -normal, "rock", velocity=-speed * normal)
-    return sim, dict(n_bonds=n_bonds, speed=speed, length=length, dt=dt, kn=kn, lo=lo, hi=hi)
+    return sim, dict(n_bonds=n_bonds, speed=speed, length=length, dt=dt, kn=kn,
+                     kt=kn / K_RATIO, bond=bond, lo=lo, hi=hi)
 
 
 def load(sim, info, axis=2, every=50, max_strain=0.012, drop=0.6, min_strain=0.0):
@@ -105,7 +107,7 @@ def load(sim, info, axis=2, every=50, max_strain=0.012, drop=0.6, min_strain=0.0
     return {k: np.array(v) for k, v in rec.items()}
 
 
-def affine_modulus(sim, volume, axis=2):
+def affine_modulus(sim, info, volume, axis=2):
     """An independent upper bound of the specimen's Young's modulus: every bond and
     contact spring strained by a uniform (affine) strain field without particle
     rotations (Voigt). Stiffness C_ijkl = 1/V sum l^2 [(kn - ks) n_i n_j n_k n_l +
@@ -114,8 +116,7 @@ def affine_modulus(sim, volume, axis=2):
     E = 1 / S_axis,axis. The real assembly relaxes non-affinely: E below it."""
     p = sim.particles(gather=True)
     b = sim.bonds(gather=True)
-    bm = sim.interactions["bond"].materials[0]
-    mat = sim.materials.get("rock")
+    bm = info["bond"]
     live = b["intact"]
     i1 = np.searchsorted(p["id"], b["id1"][live])
     i2 = np.searchsorted(p["id"], b["id2"][live])
@@ -124,7 +125,7 @@ def affine_modulus(sim, volume, axis=2):
     area = math.pi * (bm.radius_multiplier * np.minimum(r1, r2)) ** 2
     touch = np.linalg.norm(l, axis=1) <= r1 + r2          # a contact spring as well
     rows = [(l, bm.kn * area, bm.ks * area),
-            (l[touch], np.full(touch.sum(), mat.kn), np.full(touch.sum(), mat.kt))]
+            (l[touch], np.full(touch.sum(), info["kn"]), np.full(touch.sum(), info["kt"]))]
     C = np.zeros((3, 3, 3, 3))
     d = np.eye(3)
     for l, kn, ks in rows:
@@ -160,7 +161,7 @@ def ucs(x, r, comm, size, stiffness=1.0, max_strain=0.012, drop=0.6, speed=None,
     t0 = time.perf_counter()
     sim, info = build(x, r, comm, stiffness, speed=speed, dt=dt)
     area = size[0] ** 2
-    e_aff = affine_modulus(sim, area * size[1])
+    e_aff = affine_modulus(sim, info, area * size[1])
     rec = load(sim, info, max_strain=max_strain, drop=drop)
     stress = 0.5 * (rec["f_top"] + rec["f_bottom"]) / area
     peak, e_peak, tangent, secant = moduli(rec["strain"], stress)
