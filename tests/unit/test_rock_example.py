@@ -9,7 +9,8 @@ physical truths computed independently of pdem's output:
 - quasi-static loading: the two platen forces agree to 2 % at half the peak;
 - doubling every stiffness (Ec = Ebar_c, P&C 2004) at the same platen speed doubles
   the small-strain modulus (linear elasticity; to 5 %, the residual inertia);
-- the peak is followed by breakage: bonds broken, the stress falls below 0.8 x peak.
+- the peak is followed by breakage: bonds broken, the stress falls below 0.8 x peak;
+- the Brazilian disk: tensile strength well below the UCS, mostly tensile cracks.
 """
 import importlib.util
 import math
@@ -77,3 +78,16 @@ def test_modulus_scales_with_stiffness(quick):
     e2 = slope(u2["rec"]["strain"], u2["stress"])
     assert e2 / e1 == pytest.approx(2.0, rel=0.05)
     assert u2["E_affine"] / u["E_affine"] == pytest.approx(2.0, rel=1e-9)
+
+
+def test_brazilian_disk_splits_in_tension(quick):
+    """The quick Brazilian disk: a brittle solid is weaker in tension than in
+    compression (sigma_t well below the UCS) and fails in tension (most bonds broken
+    by the peak load broke in tension)."""
+    _, disk = rock.sizes(True)
+    x, r = rock.specimen(rock.disk_region(*disk), MPI.COMM_SELF, seed=2, fraction=0.55)
+    bz = rock.brazilian(x, r, MPI.COMM_SELF, disk)
+    assert bz["mismatch_peak"] < 0.05
+    assert bz["sigma_t"] < quick[3]["peak"] / 3
+    assert bz["tension"] > 2 * bz["shear"]
+    assert bz["force"][-1] < 0.6 * bz["f_peak"]
