@@ -89,7 +89,8 @@ def parser():
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     r = sub.add_parser("run", help="run a case file (or continue a checkpoint)")
     r.add_argument("case", nargs="?", metavar="CASE",
-                   help="Python file defining build(comm) -> pdem.Simulation (not needed with --restart)")
+                   help="Python file defining build(comm) -> pdem.Simulation and optionally events(sim) "
+                        "(with --restart: only its events(sim) is used)")
     end = r.add_mutually_exclusive_group(required=True)
     end.add_argument("--steps", type=_positive, help="run until step N (counted from the case's start)")
     end.add_argument("--until", type=_time, metavar="T", help="run until simulated time T")
@@ -123,7 +124,8 @@ def _say(*args, **kw):
 
 # ------------------------------------------------------------------ run
 def load_case(path):
-    """build(comm) of the case file `path` (run as module 'pdem_case', not '__main__')."""
+    """The case file `path` as a module (run as 'pdem_case', not '__main__') with a
+    function build(comm) and optionally events(sim)."""
     if not os.path.isfile(path) or not os.access(path, os.R_OK):
         raise Fail("case file %r does not exist or is not readable" % path)
     spec = importlib.util.spec_from_file_location("pdem_case", path)
@@ -136,7 +138,7 @@ def load_case(path):
     build = getattr(module, "build", None)
     if not callable(build):
         raise Fail("case file %r defines no function build(comm) returning a pdem.Simulation" % path)
-    return build
+    return module
 
 
 def _check_out(out, comm):
@@ -273,12 +275,10 @@ def _setup_in(args, comm, created):
     from pdem.io import ResultFile
 
     try:
-        if args.restart is not None:
-            sim = pdem.restart(args.restart, comm=comm, threads=args.threads)
-        else:
-            build = None
+        case = None
+        if args.case is not None:
             try:
-                build = load_case(args.case)
+                case = load_case(args.case)
             except Fail as exc:
                 problem = str(exc)
             else:
@@ -286,12 +286,17 @@ def _setup_in(args, comm, created):
             problem = _agree(comm, problem)
             if problem:
                 raise Fail(problem)
-            sim = build(comm)
+        if args.restart is not None:
+            sim = pdem.restart(args.restart, comm=comm, threads=args.threads)
+        else:
+            sim = case.build(comm)
             if not isinstance(sim, pdem.Simulation):
                 raise Fail("case file %r: build(comm) returned %r, not a pdem.Simulation"
                            % (args.case, type(sim).__name__))
             if args.threads:
                 sim.threads = args.threads
+        if callable(getattr(case, "events", None)):
+            case.events(sim)                 # also after --restart (with CASE given)
         fields = args.fields.split(",") if args.fields else None
         name = "results.h5" if sim.step_count == 0 else "results-from-step-%d.h5" % sim.step_count
         rf = ResultFile(os.path.join(args.out, name), sim, fields=fields, contacts=args.contacts,
@@ -341,6 +346,9 @@ def run(args):
                 _status(args.out, "running step %d of %d" % (s, target))
             if args.checkpoint_every and s % args.checkpoint_every == 0 and s < target:
                 sim.checkpoint(checkpoint)
+            if sim.stopped:                  # an event's sim.stop()
+                _say("pdem run: stopped by an event at step %d" % s)
+                break
         if last_frame != sim.step_count:
             rf.write_frame()
         sim.checkpoint(checkpoint)

@@ -5,33 +5,39 @@ import warnings
 
 import numpy as np
 
+from ._kernels import rebuild as _r
 from .errors import SimulationError
 
 
-def handle_lost(sim, own):
+def handle_lost(sim, own, drop=None):
     """Returns (kept particles, new index of each old one or None when none was
-    removed, ids removed on this rank). Collective."""
+    removed, ids removed on this rank). drop: a mask of owned particles to remove as
+    well (sim.remove). Collective."""
     dom = sim.domain
-    bad = np.flatnonzero(~np.all(np.isfinite(own["pos"]), axis=1))
-    sim.collective.raise_if_any(None if len(bad) == 0 else (
+    pos = own["pos"]
+    periodic = np.asarray(dom.periodic, np.uint8)
+    bad, first, n_out = _r.outside(pos, np.asarray(dom.lo, float), np.asarray(dom.hi, float),
+                                   periodic)                # one pass, no temporaries
+    sim.collective.raise_if_any(None if bad < 0 else (
         "step %d (t=%.6g): particle id %d has a non-finite position %r"
-        % (sim.step_count, sim.time, own["id"][bad[0]], own["pos"][bad[0]].tolist())),
+        % (sim.step_count, sim.time, own["id"][bad], own["pos"][bad].tolist())),
         SimulationError)
-    out = np.zeros(len(own["id"]), bool)
-    for axis in range(3):
-        if not dom.periodic[axis]:
-            out |= (own["pos"][:, axis] < dom.lo[axis]) | (own["pos"][:, axis] >= dom.hi[axis])
     msg = None
-    if out.any():
-        i = int(np.flatnonzero(out)[0])
+    if n_out:
         msg = ("step %d (t=%.6g): particle id %d at %s left the domain %s..%s"
-               % (sim.step_count, sim.time, own["id"][i], _fmt(own["pos"][i]),
+               % (sim.step_count, sim.time, own["id"][first], _fmt(pos[first]),
                   _fmt(dom.lo), _fmt(dom.hi)))
+    out = np.zeros(len(own["id"]), bool) if drop is None else drop.copy()
     if sim.lost == "error":
         sim.collective.raise_if_any(msg and msg + " (use lost='remove' to delete such "
                                     "particles)", SimulationError)
-        return own, None, own["id"][:0]
-    counts = np.array([out.sum(), -own["id"][out].min() if out.any() else -np.inf], float)
+        return _remove(own, out)
+    if n_out:
+        for axis in range(3):
+            if not dom.periodic[axis]:
+                out |= (pos[:, axis] < dom.lo[axis]) | (pos[:, axis] >= dom.hi[axis])
+    lost = out if drop is None else out & ~drop
+    counts = np.array([n_out, -own["id"][lost].min() if n_out else -np.inf], float)
     if sim.size > 1:
         counts = np.array([sim.collective.sum(counts[:1].copy())[0], sim.collective.max(counts[1])])
     removed = int(counts[0])
@@ -43,6 +49,10 @@ def handle_lost(sim, own):
                           sim.step_count, sim.time, removed, _fmt(dom.lo), _fmt(dom.hi),
                           int(-counts[1])), RuntimeWarning, stacklevel=4)
     sim.n_removed += removed
+    return _remove(own, out)
+
+
+def _remove(own, out):
     if not out.any():
         return own, None, own["id"][:0]
     new_index = np.cumsum(~out) - 1

@@ -9,6 +9,8 @@ vectors as (x_b - x_a) + (image_b - image_a) * L, identical on every rank.
 """
 import numpy as np
 
+from ._kernels import rebuild as _r
+
 # name: (dtype, components); components 0 means a scalar per particle
 FIELDS = {
     "id": (np.int64, 0),
@@ -28,6 +30,14 @@ FIELDS = {
 
 # blocked-DOF bits (pyx/integrate.pyx)
 DOF_BITS = {"x": 1, "y": 2, "z": 4, "rx": 8, "ry": 16, "rz": 32}
+
+
+def mass_and_inertia(radius, density, dim, mass=None):
+    """Mass (density x volume unless given) and moment of inertia of spheres (3D:
+    0.4 m r^2) or disks of unit thickness (2D: 0.5 m r^2)."""
+    volume = 4.0 / 3.0 * np.pi * radius ** 3 if dim == 3 else np.pi * radius ** 2
+    m = volume * density if mass is None else mass
+    return m, (0.4 if dim == 3 else 0.5) * m * radius * radius
 
 
 def empty_fields(n=0):
@@ -55,14 +65,15 @@ class ParticleStore:
         """Copies of the owned part of every field."""
         return {k: v[:self.n_own].copy() for k, v in self.f.items()}
 
-    def set_local(self, owned, ghosts=None):
-        """Replace the local arrays by owned (+ ghost) fields (C-contiguous)."""
+    def set_local(self, owned, ghosts=None, n_own=None):
+        """Replace the local arrays by owned (+ ghost) fields (C-contiguous). n_own: the
+        fields `owned` hold the ghosts too, after the first n_own rows (no copy)."""
         if ghosts is None:
             self.f = {k: np.ascontiguousarray(v) for k, v in owned.items()}
         else:
             self.f = {k: np.ascontiguousarray(np.concatenate([owned[k], ghosts[k]]))
                       for k in owned}
-        self.n_own = len(owned["id"])
+        self.n_own = len(owned["id"]) if n_own is None else n_own
 
     def append_owned(self, new):
         """Add owned particles (ghosts are dropped; the next rebuild recreates them)."""
@@ -74,11 +85,20 @@ def spatial_order(own):
     """Owned particle fields in cell order (cells of a few radii), so that neighbors
     are near in memory. Results do not depend on memory order: pairs, sums and
     output are ordered by id."""
+    order = spatial_permutation(own)
+    return own if order is None else {k: v[order] for k, v in own.items()}
+
+
+def spatial_permutation(own):
+    """The order of spatial_order (None: keep the order): a stable sort by cell
+    (a counting sort, pyx/rebuild.pyx, or an argsort for a sparse cloud)."""
     if len(own["id"]) < 2:
-        return own
+        return None
     pos = own["pos"]
     cell = 4.0 * float(own["radius"].max())
-    c = np.floor((pos - pos.min(axis=0)) / cell).astype(np.int64)
-    dims = c.max(axis=0) + 1
-    order = np.argsort((c[:, 0] * dims[1] + c[:, 1]) * dims[2] + c[:, 2], kind="stable")
-    return {k: v[order] for k, v in own.items()}
+    order = _r.cell_order(np.ascontiguousarray(pos), cell, 4 * len(pos) + 4096)
+    if order is None:
+        c = np.floor((pos - pos.min(axis=0)) / cell).astype(np.int64)
+        dims = c.max(axis=0) + 1
+        order = np.argsort((c[:, 0] * dims[1] + c[:, 1]) * dims[2] + c[:, 2], kind="stable")
+    return order

@@ -149,6 +149,10 @@ class Sphere(Region):
         self.radius = validate.positive("radius", radius)
         self.bounds = (self.centre - self.radius, self.centre + self.radius)
 
+    def volume(self, samples=None, seed=None):
+        """4/3 pi R^3 (exact)."""
+        return 4.0 / 3.0 * np.pi * self.radius ** 3
+
     def _evaluate(self, x):
         d = x - self.centre
         n = _norm(d)
@@ -168,6 +172,10 @@ class Box(Region):
             raise InputError("Box: hi must exceed lo on every axis, got lo=%r hi=%r"
                              % (self.lo.tolist(), self.hi.tolist()))
         self.bounds = (self.lo.copy(), self.hi.copy())
+
+    def volume(self, samples=None, seed=None):
+        """The product of the edge lengths (exact)."""
+        return float(np.prod(self.hi - self.lo))
 
     def _evaluate(self, x):
         c, h = 0.5 * (self.lo + self.hi), 0.5 * (self.hi - self.lo)

@@ -12,7 +12,6 @@ Every rank runs the same script (SPMD): scene set-up calls (materials, planes,
 add_spheres with the full arrays) are made on all ranks; each rank keeps what it
 owns. Errors found on one rank are raised on all ranks (no hang).
 """
-import math
 import numbers
 import os
 import signal
@@ -21,7 +20,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from . import diagnostics, validate
+from . import analysis, diagnostics, editing, validate
 from ._kernels import integrate
 from .collective import Collective
 from .contact import keys
@@ -32,12 +31,14 @@ from .contact.mesh_walls import DEFAULT_CUTOFF_DEGREES, MeshWalls
 from .contact.walls import Planes, Segments
 from .domain import Domain
 from .errors import InputError, SimulationError
+from .events import Events
 from .lost_particles import handle_lost
 from .materials import MaterialTable
 from .parallel.decomposition import Decomposition
 from .parallel.ghosts import GhostExchange, wrap
 from .parallel.migration import migrate
-from .particles import DOF_BITS, ParticleStore, empty_fields, spatial_order
+from .particles import (DOF_BITS, ParticleStore, empty_fields, mass_and_inertia,
+                        spatial_permutation)
 from .scheme import Explicit, Scheme
 from .signals import CheckpointExit, SignalCheckpoint  # noqa: F401 (part of the API)
 from .threads import thread_count
@@ -73,9 +74,6 @@ class Simulation:
                  dims=None, balance=1.2, check_ids=False, scheme=None):
         if not isinstance(domain, Domain):
             raise InputError("domain must be a pdem.Domain, got %r" % (domain,))
-        if isinstance(dt, bool) or not isinstance(dt, numbers.Real):
-            raise InputError("dt must be a positive finite number, got %r" % (dt,))
-        dt = validate.positive("dt", dt)        # numpy scalars too (np.float32 -> float)
         g = validate.vector("gravity", gravity)
         if balance is not None and not (isinstance(balance, (int, float)) and balance > 1.0):
             raise InputError("balance must be a threshold > 1 (max/mean particles per rank) "
@@ -91,7 +89,7 @@ class Simulation:
                              "pdem.NSCD(...)), got %r" % (scheme,))
         self.scheme = Explicit() if scheme is None else scheme
         self.domain = domain
-        self.dt = float(dt)
+        self.dt = dt
         self.gravity = g if domain.dim == 3 else np.array([g[0], g[1], 0.0])
         self.comm = MPI.COMM_WORLD if comm is None else comm
         self.collective = Collective(self.comm)
@@ -102,6 +100,9 @@ class Simulation:
         self.check_ids = check_ids
         self.n_balances = 0
         self.n_migrated = 0                      # particles this rank sent to others
+        self.external = editing.ExternalLoads()  # set_external_load
+        self.events = Events(self)               # sim.events.at / every / when
+        self.stopped = False                     # set by stop(), reset by run()
         self.n_removed = 0                       # particles removed by lost='remove' (all ranks)
         self._ids = np.empty(0, np.int64)        # all live ids (kept for check_ids)
         self.skin = skin
@@ -112,6 +113,7 @@ class Simulation:
         self.check_timestep = check_timestep
         self.max_overlap = float(max_overlap)
         self.materials = MaterialTable(stiffness=self.scheme.stiffness)
+        self.materials.planar = domain.dim == 2
         self.planes = Planes()
         self.segments = Segments()               # 2D boundary segments (seed 003)
         self.points = Segments()                 # 2D zero-radius boundary points
@@ -210,13 +212,8 @@ class Simulation:
                                  % (i, fmt(pos[i]), k, -d[i], fmt(self.planes.normal[k])))
         new["orient"][:, 0] = 1.0
         new["radius"][:] = r
-        if dim == 3:
-            new["mass"][:] = 4.0 / 3.0 * math.pi * r ** 3 * mat.density if masses is None \
-                else masses
-            new["inertia"][:] = 0.4 * new["mass"] * r * r
-        else:   # disks per unit thickness, moving in the xy plane
-            new["mass"][:] = math.pi * r ** 2 * mat.density if masses is None else masses
-            new["inertia"][:] = 0.5 * new["mass"] * r * r
+        new["mass"][:], new["inertia"][:] = mass_and_inertia(r, mat.density, dim, masses)
+        if dim == 2:    # disks per unit thickness, moving in the xy plane
             new["blocked"][:] = DOF_BITS["z"] | DOF_BITS["rx"] | DOF_BITS["ry"]
             new["vel"][:, 2] = 0.0
             new["angvel"][:, :2] = 0.0
@@ -521,12 +518,56 @@ class Simulation:
             if block:
                 self.store.blocked[idx] |= 56
 
+    # ---------------------------------------------------------------- editing
+    def remove(self, ids=None, region=None):
+        """Delete particles by id and/or with their centre in `region` (a pdem region), with
+        their contacts, bonds and external loads, at once; returns how many. Collective."""
+        return editing.remove(self, ids, region)
+
+    def set_radius(self, ids, radius):
+        """New radii (one, or one per id); mass and inertia follow at the same density.
+        Collective."""
+        editing.set_radius(self, ids, radius)
+
+    def set_material(self, ids, material):
+        """A new material; mass and inertia follow from its density. Collective."""
+        editing.set_material(self, ids, material)
+
+    def set_external_load(self, ids, force=None, torque=None):
+        """A force and torque (one, or one per id) added to these particles every step,
+        replacing any given before (zero removes it); explicit scheme. Collective."""
+        self.external.set(self, ids, force, torque)
+
+    @property
+    def dt(self):
+        return self._dt
+
+    @dt.setter
+    def dt(self, value):
+        """A new time step (also after a restart): checked against the critical step at
+        the next step; the clock goes on from the current time."""
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise InputError("dt must be a positive finite number, got %r" % (value,))
+        value = validate.positive("dt", value)  # numpy scalars too (np.float32 -> float)
+        if hasattr(self, "collective"):
+            self.collective.same("dt", dt=value)
+        self._dt = value
+        self._checked_dt = False
+
     # ---------------------------------------------------------------- running
     def run(self, steps=None, until=None):
         """Advance by `steps` steps or until time `until` (the first step whose time
-        reaches until - dt/2)."""
+        reaches until - dt/2), or until an event calls `stop()`."""
+        self.stopped = False
         for _ in range(validate.steps_to_run(steps, until, self.time, self.dt)):
             self.step()
+            if self.stopped:
+                break
+
+    def stop(self):
+        """End the current run after this step (from an event's callback, on every
+        rank); `sim.stopped` tells loops around `run` (ResultFile.run, the command line)."""
+        self.stopped = True
 
     def step(self):
         """One time step t -> t + dt (see the module docstring for the order)."""
@@ -575,6 +616,8 @@ class Simulation:
         if self.check_ids:
             diagnostics.verify_ids(self, self._ids)
         self.timers["comm"] += time.perf_counter() - t4
+        if self.events:                         # before a checkpoint on a signal
+            self.events.after_step()
         if signum:
             self.signals.checkpoint_and_exit(self, int(signum))
 
@@ -612,6 +655,8 @@ class Simulation:
         for kind in self.interactions.values():
             if not (skip_in_pass and kind.in_pass):
                 kind.add_forces(f, t, self.lever_flags, self.threads)
+        if self.external:
+            self.external.add(self, f, t)
 
     def _coincident(self, i):
         """Id of another particle (owned or ghost) whose centre coincides with local
@@ -622,7 +667,7 @@ class Simulation:
         return int(st.id[near[0]]) if len(near) else None
 
     # ---------------------------------------------------------------- neighbors
-    def _rebuild(self, restore=False, reach=0.0):
+    def _rebuild(self, restore=False, reach=0.0, drop=None):
         """Wrap, handle lost particles, balance, migrate, build ghosts and the lists of
         every interaction kind, carry contact state over (collective). reach: a list
         skin of at least this (bond_contacts' gap). restore: the
@@ -631,16 +676,21 @@ class Simulation:
         skin, and the build positions of the original run are kept, so that the next
         rebuild comes at the same step as without restart."""
         st, dom, dec = self.store, self.domain, self.dec
-        own = st.owned()
+        # views of the owned rows: every field is gathered anew by the ghost build
+        own = {k: v[:st.n_own] for k, v in st.f.items()}
         new_index = None
         if restore:
             own["build_pos"] = self._build_pos
         else:
+            own["pos"] = own["pos"].copy()              # wrapped in place
             wrap(own["pos"], dom.lo, dom.hi, dom.periodic)
-            own, new_index, removed = handle_lost(self, own)
-            if self.check_ids:
-                self._ids = np.setdiff1d(self._ids, self.collective.allgather(
-                    {"id": removed})["id"])
+            own, new_index, removed = handle_lost(self, own, drop)
+            bonds = self.interactions["bond"]
+            if self.check_ids or bonds.any:
+                removed = self.collective.allgather({"id": removed})["id"]
+                if self.check_ids:
+                    self._ids = np.setdiff1d(self._ids, removed)
+                bonds.forget(removed)
         rmax, bond = self.collective.max(np.array([
             float(own["radius"].max()) if len(own["radius"]) else 0.0,
             self.interactions["bond"].reach()]))
@@ -671,16 +721,15 @@ class Simulation:
             own, received = migrate(self.comm, own, dest, [k.batch for k in kinds], owners)
             for kind, batch in zip(kinds, received):
                 kind.batch = batch
-        own = spatial_order(own)
+        order = spatial_permutation(own)                # owned rows in cell order
         build_pos = own.pop("build_pos", None)
-        own["image"][:] = 0
-        local = self.ghosts.build(own, cutoff)          # borders
+        if build_pos is not None and order is not None:
+            build_pos = build_pos[order]
+        own["image"] = np.zeros_like(own["image"])
+        local = self.ghosts.build(own, cutoff, order)   # borders; one gather per field
         n_own = len(own["id"])
-        st.set_local(own, {k: v[n_own:] for k, v in local.items()})
-        # owned index of every local particle (ghosts that are periodic images of an
-        # owned particle of this rank get its index, others -1)
-        owner = np.concatenate([np.arange(n_own, dtype=np.int32),
-                                owned_index(st.id[n_own:], st.id[:n_own])])
+        st.set_local(local, n_own=n_own)
+        owner = self._owners(order, n_own)
         build = Build(n_own, owner, list_skin, cutoff, restore)
         for kind in kinds:
             kind.build(build)
@@ -688,6 +737,27 @@ class Simulation:
         self._build_pos = build_pos if restore else st.pos[:n_own].copy()
         self._dirty = self._restoring = False
         self.n_rebuilds += 0 if restore else 1
+
+    def _owners(self, order, n_own):
+        """Owned index of every local particle after a ghost build: ghosts that are
+        periodic images of an owned particle of this rank get its index (known from
+        the ghost's source row), others -1 (owned_index of their ids)."""
+        st, src = self.store, self.ghosts.source
+        owner = np.empty(st.n, np.int32)
+        owner[:n_own] = np.arange(n_own, dtype=np.int32)
+        g = src[n_own:]
+        mine = g < self.ghosts.n_pool_owned
+        gh = owner[n_own:]
+        if order is None:
+            gh[mine] = g[mine]
+        else:
+            inverse = np.empty(n_own, np.int32)         # pool row -> owned index
+            inverse[order] = owner[:n_own]
+            gh[mine] = inverse[g[mine]]
+        other = np.flatnonzero(~mine)
+        if len(other):
+            gh[other] = owned_index(st.id[n_own:][other], st.id[:n_own])
+        return owner
 
     # ---------------------------------------------------------------- checkpoints
     def checkpoint(self, path):
@@ -825,6 +895,23 @@ class Simulation:
         """Kinetic, rotational and gravitational potential energy at t (collective;
         pdem.diagnostics.energy)."""
         return diagnostics.energy(self)
+
+    def stress(self, region=None, volume=None, kinetic=True):
+        """Love-Weber stress tensor (3, 3), tension positive, of the particles in
+        `region` (None: all) over `volume` (default: the domain's, or the region's);
+        kinetic: include -sum m v' v' / V. Collective (pdem.analysis.stress)."""
+        return analysis.stress(self, region, volume, kinetic)
+
+    def particle_stress(self, gather=False):
+        """Per owned particle, sorted by id: {"id", "stress" (n, 3, 3): sum over its
+        contacts of (x_c - x) (x) f / particle volume, "coordination": number of
+        particle contacts}; gather=True: all particles on every rank (collective)."""
+        return analysis.particle_stress(self, gather)
+
+    def fabric(self):
+        """{"tensor": sum n (x) n / N_c over particle contacts, "contacts": N_c,
+        "coordination": 2 N_c / N_particles} (collective)."""
+        return analysis.fabric(self)
 
     def timer_stats(self):
         """Seconds per phase over ranks: {phase: (min, mean, max)} (collective)."""

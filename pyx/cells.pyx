@@ -127,3 +127,223 @@ def build_plane_pairs(const double[:, ::1] pos, const double[::1] radius, int n_
                 ow[m] = <int>w
                 m += 1
     return out_p[:m].copy(), out_w[:m].copy()
+
+
+# ---------------------------------------------------------------- rows sorted by key
+from libc.stdlib cimport malloc, realloc, free
+
+
+cdef inline bint _less_entry(long ka, int pa, long kb, int pb) noexcept nogil:
+    return ka < kb or (ka == kb and pa < pb)
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def build_pair_rows(const double[:, ::1] pos, const int[:, ::1] image,
+                    const double[::1] box_len, const double[::1] radius, const long[::1] ids,
+                    int n_own, double skin):
+    """The candidate pairs of build_pairs as contact rows (i1, i2, key), sorted by key
+    = id1 << 32 | id2, each key once: where periodic images (or any copies of one
+    particle) make a pair appear more than once, the row whose particle 1 is the copy
+    with the lowest local index is kept (what a stable sort by key of build_pairs'
+    output, particles visited in stable id order, followed by keeping the first row of
+    each key gives). One pass over a cell list in cell order, each unordered pair
+    visited once (half stencil; the distance test is symmetric in a and b); rows are
+    then grouped by particle 1's id (counting sort over the id range when it is dense,
+    np.unique otherwise) and each group sorted by (id2, local index of particle 1)."""
+    cdef Py_ssize_t n = pos.shape[0]
+    cdef long id_lo, id_hi
+    if n == 0:
+        return np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0, np.int64)
+    ids_arr = np.asarray(ids)
+    id_lo, id_hi = int(ids_arr.min()), int(ids_arr.max())
+    if id_hi - id_lo <= 4 * n + 64:
+        group_arr = np.empty(0, np.int64)
+        n_groups = id_hi - id_lo + 1
+    else:
+        uniq, group_arr = np.unique(ids_arr, return_inverse=True)
+        group_arr = np.ascontiguousarray(group_arr, np.int64)
+        n_groups = len(uniq)
+    return _pair_rows(pos, image, box_len, radius, ids, n_own, skin, group_arr, id_lo,
+                      n_groups)
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[::1] box_len,
+                const double[::1] radius, const long[::1] ids, int n_own, double skin,
+                const long[::1] group, long id_lo, long n_groups):
+    cdef Py_ssize_t n = pos.shape[0], i, j, k, e, f, s, m, cap, nrow
+    cdef int d, a, b
+    cdef long c, cx, cy, cz, x, y, z, g, nb, kb, ka
+    cdef double rmax = 0.0, cell, inv_cell, dx, dy, dz, rr, xj, yj, zj, rj
+    cdef double lo[3]
+    cdef double hi[3]
+    cdef long nc[3]
+    cdef bint dense = group.shape[0] == 0, gj, oom = False
+    # shifted positions, bounding box
+    for d in range(3):
+        lo[d] = 1e308
+        hi[d] = -1e308
+    sp_arr = np.empty((n, 3))
+    cdef double[:, ::1] sp = sp_arr
+    for i in range(n):
+        if radius[i] > rmax:
+            rmax = radius[i]
+        for d in range(3):
+            sp[i, d] = pos[i, d] + image[i, d] * box_len[d]
+            if sp[i, d] < lo[d]:
+                lo[d] = sp[i, d]
+            if sp[i, d] > hi[d]:
+                hi[d] = sp[i, d]
+    cell = 2.0 * rmax + skin
+    inv_cell = grid_size(lo, hi, cell, n, nc)
+    cdef long ncell = nc[0] * nc[1] * nc[2]
+    cell_of_arr = np.empty(n, dtype=np.int64)
+    cdef long[::1] cell_of = cell_of_arr
+    for i in range(n):
+        cell_of[i] = cell_index(sp[i, 0], sp[i, 1], sp[i, 2], lo, inv_cell, nc)
+    start_arr = np.zeros(ncell + 1, dtype=np.int64)
+    cdef long[::1] start = start_arr
+    members_arr = np.empty(n, dtype=np.int32)
+    cdef int[::1] members = members_arr
+    cell_sort(cell_of, start, members)
+    # copies in cell order: the candidate loop reads contiguous memory
+    cs_arr = np.empty((n, 4))
+    cid_arr = np.empty(n, dtype=np.int64)
+    cdef double[:, ::1] cs = cs_arr
+    cdef long[::1] cid = cid_arr
+    for e in range(n):
+        i = members[e]
+        cs[e, 0] = sp[i, 0]
+        cs[e, 1] = sp[i, 1]
+        cs[e, 2] = sp[i, 2]
+        cs[e, 3] = radius[i]
+        cid[e] = ids[i]
+    cap = 8 * n + 1024
+    cdef int* pa = <int*>malloc(cap * sizeof(int))
+    cdef int* pb = <int*>malloc(cap * sizeof(int))
+    cdef long* pk = <long*>malloc(cap * sizeof(long))
+    cdef int* tmp
+    cdef long* tmpk
+    if pa == NULL or pb == NULL or pk == NULL:
+        free(pa)
+        free(pb)
+        free(pk)
+        raise MemoryError()
+    m = 0
+    with nogil:
+        for c in range(ncell):
+            if start[c] == start[c + 1]:
+                continue
+            cz = c % nc[2]
+            cy = (c // nc[2]) % nc[1]
+            cx = c // (nc[1] * nc[2])
+            for nb in range(14):        # the cell itself, then 13 forward neighbors
+                if nb == 0:
+                    x, y, z = cx, cy, cz
+                elif nb < 10:
+                    x, y, z = cx + 1, cy + (nb - 1) // 3 - 1, cz + (nb - 1) % 3 - 1
+                elif nb < 13:
+                    x, y, z = cx, cy + 1, cz + nb - 11
+                else:
+                    x, y, z = cx, cy, cz + 1
+                if x >= nc[0] or y < 0 or y >= nc[1] or z < 0 or z >= nc[2]:
+                    continue
+                g = (x * nc[1] + y) * nc[2] + z
+                for e in range(start[c], start[c + 1]):
+                    xj, yj, zj, rj = cs[e, 0], cs[e, 1], cs[e, 2], cs[e, 3]
+                    gj = members[e] >= n_own
+                    for f in range(e + 1 if nb == 0 else start[g], start[g + 1]):
+                        if gj and members[f] >= n_own:
+                            continue
+                        if cid[f] == cid[e]:
+                            continue
+                        dx = cs[f, 0] - xj
+                        dy = cs[f, 1] - yj
+                        dz = cs[f, 2] - zj
+                        rr = rj + cs[f, 3] + skin
+                        if dx * dx + dy * dy + dz * dz < rr * rr:
+                            if m == cap and not oom:
+                                tmp = <int*>realloc(pa, 2 * cap * sizeof(int))
+                                if tmp == NULL:
+                                    oom = True
+                                else:
+                                    pa = tmp
+                                    tmp = <int*>realloc(pb, 2 * cap * sizeof(int))
+                                    if tmp == NULL:
+                                        oom = True
+                                    else:
+                                        pb = tmp
+                                        tmpk = <long*>realloc(pk, 2 * cap * sizeof(long))
+                                        if tmpk == NULL:
+                                            oom = True
+                                        else:
+                                            pk = tmpk
+                                            cap *= 2
+                            if oom:
+                                continue
+                            if cid[e] < cid[f]:
+                                pa[m] = members[e]
+                                pb[m] = members[f]
+                                pk[m] = (cid[e] << 32) | cid[f]
+                            else:
+                                pa[m] = members[f]
+                                pb[m] = members[e]
+                                pk[m] = (cid[f] << 32) | cid[e]
+                            m += 1
+    if oom:
+        free(pa)
+        free(pb)
+        free(pk)
+        raise MemoryError()
+    # group the rows by particle 1's id: counting sort (stable in emission order)
+    gstart_arr = np.zeros(n_groups + 1, dtype=np.int64)
+    cdef long[::1] gstart = gstart_arr
+    ea_arr = np.empty(m, dtype=np.int32)
+    eb_arr = np.empty(m, dtype=np.int32)
+    ek_arr = np.empty(m, dtype=np.int64)
+    cdef int[::1] ea = ea_arr, eb = eb_arr
+    cdef long[::1] ek = ek_arr
+    with nogil:
+        for k in range(m):
+            g = ((pk[k] >> 32) - id_lo) if dense else group[pa[k]]
+            gstart[g + 1] += 1
+        for g in range(n_groups):
+            gstart[g + 1] += gstart[g]
+        for k in range(m):
+            g = ((pk[k] >> 32) - id_lo) if dense else group[pa[k]]
+            j = gstart[g]
+            ea[j] = pa[k]
+            eb[j] = pb[k]
+            ek[j] = pk[k]
+            gstart[g] = j + 1
+        free(pa)
+        free(pb)
+        free(pk)
+        # gstart[g] is now the end of group g; sort each group by (key, local index of
+        # particle 1) and keep the first row of each key
+        nrow = 0
+        s = 0
+        for g in range(n_groups):
+            e = gstart[g]
+            for i in range(s + 1, e):          # insertion sort: groups are short
+                ka, a, b = ek[i], ea[i], eb[i]
+                j = i - 1
+                while j >= s and _less_entry(ka, a, ek[j], ea[j]):
+                    ek[j + 1] = ek[j]
+                    ea[j + 1] = ea[j]
+                    eb[j + 1] = eb[j]
+                    j -= 1
+                ek[j + 1] = ka
+                ea[j + 1] = a
+                eb[j + 1] = b
+            for i in range(s, e):
+                if i > s and ek[i] == ek[i - 1]:
+                    continue
+                ek[nrow] = ek[i]
+                ea[nrow] = ea[i]
+                eb[nrow] = eb[i]
+                nrow += 1
+            s = e
+    return ea_arr[:nrow].copy(), eb_arr[:nrow].copy(), ek_arr[:nrow].copy()

@@ -169,7 +169,7 @@ class TwoBodyRows(Interaction):
     def take(self, rows, b):
         """Make `rows` (local indices set) the batch; owners from the Build `b`."""
         self.batch = rows
-        self.owner1, self.owner2 = b.owner[rows.i1], b.owner[rows.i2]
+        self.owner1, self.owner2 = np.take(b.owner, rows.i1), np.take(b.owner, rows.i2)
         self._gather = None
 
     def owners(self):
@@ -214,18 +214,14 @@ class PairContacts(TwoBodyRows):
     def build(self, b):
         sim = self.sim
         st = sim.store
-        order = np.argsort(st.id, kind="stable")
-        i1, i2 = cells.build_pairs(st.pos, st.image, sim.box_length, st.radius, st.id,
-                                   b.n_own, b.skin, order, sim.threads)
-        key = keys.make(st.id[i1], st.id[i2])
-        if st.n > b.n_own:          # periodic images make duplicates to drop
-            srt = np.argsort(key, kind="stable")
-            key, i1, i2 = key[srt], i1[srt], i2[srt]
-            first = np.ones(len(key), bool)
-            first[1:] = key[1:] != key[:-1]
-            key, i1, i2 = key[first], i1[first], i2[first]
-        rows = ContactBatch(i1, i2, key)
+        # rows sorted by key, periodic duplicates dropped (pyx/cells.pyx)
+        i1, i2, key = cells.build_pair_rows(st.pos, st.image, sim.box_length, st.radius, st.id,
+                                            b.n_own, b.skin)
+        # state memory: that of the list built before the last one (free once the
+        # last one, or the rows migration made from it, has been carried over)
+        rows = ContactBatch(i1, i2, key, spare=getattr(self, "_spare", None))
         rows.carry_from(self.batch)
+        self._spare, self._built = getattr(self, "_built", None), rows
         self.take(rows, b)
 
     def compute(self, table, nmat, f, t):

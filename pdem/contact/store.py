@@ -11,20 +11,31 @@ particle, is a single row copy. Nothing per contact is a Python object.
 """
 import numpy as np
 
-from .._kernels import contacts as _k
+from .._kernels import contacts as _k, rebuild as _r
 
 COLUMNS = _k.state_columns()
 NCOLS = COLUMNS.pop("ncols")
+_NO_ORDER = np.zeros(0, np.int64)
 
 
 class ContactBatch:
-    def __init__(self, i1=None, i2=None, key=None):
+    def __init__(self, i1=None, i2=None, key=None, spare=None):
+        """spare: a batch whose rows nothing uses any more (the list before the last
+        one): its state memory is reused, zeroed, when it has room (a new 20 MB array
+        at every rebuild costs more in page faults than zeroing one)."""
         n = 0 if key is None else len(key)
         self.i1 = np.zeros(n, np.int32) if i1 is None else np.ascontiguousarray(i1, np.int32)
         self.i2 = np.zeros(n, np.int32) if i2 is None else np.ascontiguousarray(i2, np.int32)
         self.key = np.zeros(n, np.int64) if key is None else np.ascontiguousarray(key, np.int64)
         self.active = np.zeros(n, np.int8)
-        self.state = np.zeros((n, NCOLS))
+        buf = None if spare is None else spare.buffer
+        if buf is not None and n <= len(buf) <= 2 * n + 1024:
+            self.buffer = buf
+            self.state = buf[:n]
+            self.state.fill(0.0)
+        else:           # with a spare in use: room for a slightly longer list next time
+            self.buffer = np.zeros((n + (n // 8 if spare is not None else 0), NCOLS))
+            self.state = self.buffer[:n]
 
     def __getattr__(self, name):
         """Named views of the state columns: T, u, phi, u0, phi0, force, moment."""
@@ -55,18 +66,16 @@ class ContactBatch:
                                         for k in ("key", "active", "state")))
 
     def carry_from(self, old):
-        """Copy the rows of contacts active in `old` whose key is also here."""
+        """Copy the rows of contacts active in `old` whose key is also here (where old
+        rows share a key, the last one). One merge of the two key-sorted lists
+        (pyx/rebuild.pyx); a list not stored in key order is sorted first."""
         if len(old) == 0 or len(self) == 0:
             return
-        keep = np.flatnonzero(old.active)
-        if len(keep) == 0:
-            return
-        okeys = old.key[keep]
-        order = np.argsort(self.key, kind="stable")      # keys need not be stored sorted
-        pos = np.searchsorted(self.key, okeys, sorter=order)
-        pos[pos == len(self.key)] = 0
-        dst = order[pos]
-        hit = self.key[dst] == okeys
-        src, dst = keep[hit], dst[hit]
-        self.active[dst] = old.active[src]
-        self.state[dst] = old.state[src]
+        new_order = old_order = _NO_ORDER
+        if not _r.is_sorted(self.key):
+            new_order = np.argsort(self.key, kind="stable")
+        if not _r.is_sorted(old.key, old.active):
+            keep = np.flatnonzero(old.active)
+            old_order = keep[np.argsort(old.key[keep], kind="stable")]
+        _r.carry_rows(self.key, new_order, old.key, old.active, old.state, old_order,
+                      self.active, self.state)

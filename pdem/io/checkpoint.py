@@ -7,8 +7,10 @@ never destroys the previous good checkpoint.
 Layout (version 5): root attributes hold the scalars (step, time, clock_t0, clock_step0, dt, skin, flags,
 next id, options) and JSON of the domain, materials, pair overrides, time-stepping
 scheme ({"name", "options"}: pdem.scheme.from_description) and bonds (bond materials,
-the longest bond); `bonds_broken/<field>` the record of broken bonds;
-`planes/{point,normal,vel,material}`; `segments/{a,b,material}` and
+the longest bond), `events_fired` (JSON: names of the once-events that have fired,
+pdem/events.py); `bonds_broken/<field>` the record of broken bonds;
+`planes/{point,normal,vel,material}`; `external/{ids,force,torque}` the external loads
+(pdem/editing.py); `segments/{a,b,material}` and
 `points/{a,b,material}` (2D boundary segments and points, a == b); `particles/<field>` for every field of
 pdem.particles.FIELDS plus `build_pos`, the position at the last neighbor build
 (rows in no particular order; ids stored); `interactions/<kind>/{key,active,state}`
@@ -86,6 +88,7 @@ def write(sim, path):
         a["scheme"] = json.dumps(sim.scheme.describe())
         bonds = sim.interactions["bond"]
         a["bonds"] = bonds.describe()
+        a["events_fired"] = json.dumps(sorted(sim.events.fired))   # once-events (pdem/events.py)
         dom = sim.domain
         a["domain"] = json.dumps({"lo": dom.lo.tolist(), "hi": dom.hi.tolist(),
                                   "periodic": list(dom.periodic), "dim": dom.dim})
@@ -95,6 +98,8 @@ def write(sim, path):
         planes = f.create_group("planes")
         for name in ("point", "normal", "vel", "material"):
             planes.create_dataset(name, data=getattr(sim.planes, name))  # identical on all ranks
+        for name in ("ids", "force", "torque"):          # identical on all ranks too
+            f.create_dataset("external/" + name, data=getattr(sim.external, name))
         for group in ("segments", "points"):
             for name in ELEMENT_FIELDS:
                 f.create_dataset(group + "/" + name, data=getattr(getattr(sim, group), name))
@@ -192,6 +197,9 @@ def read(path, simulation, comm=None, threads=None, dims=None):
             sim.pair(i, j, **params)
         for name in ("point", "normal", "vel", "material"):
             setattr(sim.planes, name, f["planes/" + name][...])
+        if "external" in f:
+            for name in ("ids", "force", "torque"):
+                setattr(sim.external, name, f["external/" + name][...])
         for group in ("segments", "points"):
             for name in ELEMENT_FIELDS:
                 setattr(getattr(sim, group), name, np.ascontiguousarray(f[group + "/" + name][...]))
@@ -203,6 +211,7 @@ def read(path, simulation, comm=None, threads=None, dims=None):
         sim.set_clock(float(a["time"]), int(a["step"]),
                       (float(a["clock_t0"]), int(a["clock_step0"])) if "clock_t0" in a else None)
         sim.next_id, sim.n_rebuilds = int(a["next_id"]), int(a["n_rebuilds"])
+        sim.events.fired = set(json.loads(a["events_fired"])) if "events_fired" in a else set()
         # particles: each rank keeps those in its subdomain
         own = {k: [] for k in list(FIELDS) + ["build_pos"]}
         pos = f["particles/pos"]

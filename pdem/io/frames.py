@@ -428,10 +428,14 @@ class ResultFile:
         while sim.step_count < end:
             now = sim.step_count
             sim.run(steps=min([end] + [now + e - now % e for e in periods]) - now)
-            if self.every and sim.step_count % self.every == 0:
+            written = (self.every and sim.step_count % self.every == 0,
+                       self.series_every and sim.step_count % self.series_every == 0)
+            if written[0] or (sim.stopped and self.every):
                 self.write_frame()
-            if self.series_every and sim.step_count % self.series_every == 0:
+            if written[1] or (sim.stopped and self.series_every):
                 self.write_series()
+            if sim.stopped:                     # an event's sim.stop(): the state of its step
+                break
 
     # ------------------------------------------------------------------ closing
     def close(self):

@@ -13,7 +13,7 @@ repeats them with positions and velocities only.
 import numpy as np
 from mpi4py import MPI
 
-from .exchange import pack, record_dtype, sendrecv_records, unpack
+from .exchange import record_dtype, sendrecv_records
 
 REFRESHED = ("pos", "vel", "angvel")     # what changes between rebuilds
 
@@ -24,37 +24,62 @@ class GhostExchange:
         self.swaps = []            # (send indices, dest, source, first received slot, count)
         self.bytes_per_refresh = 0
 
-    def build(self, owned, cutoff):
-        """Return owned + ghost fields (ghosts appended in swap order)."""
+    def build(self, owned, cutoff, order=None):
+        """Return owned + ghost fields (ghosts appended in swap order); with `order`,
+        the owned rows come in that order. Every row is an index into a pool of
+        rows (the owned fields, then the records received from other ranks) with its
+        own image: a periodic image of this rank is an index, and each field is
+        gathered once at the end. self.source: the pool row of every local row
+        (below len(owned["id"]): an owned row of `owned`)."""
         dec, dom = self.dec, self.dec.domain
         box = dom.length
-        local = dict(owned)
-        dtype = record_dtype(local)
+        pool = dict(owned)
+        n_pool_owned = len(pool["id"])
+        src = np.arange(n_pool_owned) if order is None else np.asarray(order, np.int64)
+        image = np.take(pool["image"], src, axis=0)
+        dtype = None
         self.swaps = []
         sub_lo, sub_hi = dec.lo, dec.hi
         for d in range(3):
             lower, upper = dec.neighbors[d]
             at_lo, at_hi = dec.coords[d] == 0, dec.coords[d] == dec.dims[d] - 1
-            shifted = local["pos"][:, d] + local["image"][:, d] * box[d]
-            received = []
+            shifted = np.take(pool["pos"][:, d], src) + image[:, d] * box[d]
+            rows, images = [src], [image]
             n_before = len(shifted)
+            first = n_before
             for near, dest, source, shift, tag in (
                     (shifted < sub_lo[d] + cutoff, lower, upper, 1 if at_lo else 0, 10 * d),
                     (shifted >= sub_hi[d] - cutoff, upper, lower, -1 if at_hi else 0, 10 * d + 5)):
                 sel = np.flatnonzero(near) if dest >= 0 else np.empty(0, np.int64)
-                rec = pack(local, dtype, sel)
-                rec["image"][:, d] += shift
-                got = sendrecv_records(dec.cart, rec, dest, source, dtype, tag)
-                self.swaps.append((sel, dest, source, n_before + sum(len(r) for r in received),
-                                   len(got)))
-                received.append(got)
-            if any(len(r) for r in received):
-                new = unpack(np.concatenate(received))
-                local = {k: np.concatenate([local[k], new[k]]) for k in local}
+                if dest == source == dec.rank:          # periodic image of this rank
+                    img = np.take(image, sel, axis=0)
+                    img[:, d] += shift
+                    rows.append(np.take(src, sel))
+                    images.append(img)
+                    count = len(sel)
+                else:
+                    if dtype is None:
+                        dtype = record_dtype(pool)
+                    rec = np.empty(len(sel), dtype)
+                    for k in dtype.names:
+                        rec[k] = image[sel] if k == "image" else pool[k][src[sel]]
+                    rec["image"][:, d] += shift
+                    got = sendrecv_records(dec.cart, rec, dest, source, dtype, tag)
+                    count = len(got)
+                    if count:
+                        start = len(pool["id"])
+                        pool = {k: np.concatenate([pool[k], got[k]]) for k in pool}
+                        rows.append(np.arange(start, start + count))
+                        images.append(got["image"])
+                self.swaps.append((sel, dest, source, first, count))
+                first += count
+            if len(rows) > 1:
+                src, image = np.concatenate(rows), np.concatenate(images)
         # bytes sent to other ranks per refresh (periodic self-images are local copies)
         self.bytes_per_refresh = sum(len(sel) for sel, dest, *_ in self.swaps
                                      if dest != dec.rank) * 8 * 3 * len(REFRESHED)
-        return local
+        self.source, self.n_pool_owned = src, n_pool_owned
+        return {k: image if k == "image" else np.take(pool[k], src, axis=0) for k in pool}
 
     def refresh(self, store):
         """Copy the current positions and velocities of the sources into the ghosts."""

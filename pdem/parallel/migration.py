@@ -51,11 +51,22 @@ def migrate(comm, own, dest, batches, owners):
             for kind, (b, o) in enumerate(zip(batches, owners))]
     rows = alltoallv_records(comm, np.concatenate([r for r, _ in crec]),
                              np.concatenate([t for _, t in crec]))
-    stay = ~leaving
-    own = {k: np.concatenate([v[stay], got[k].astype(v.dtype)]) for k, v in own.items()}
+    if leaving.any() or len(got["id"]):
+        stay = np.flatnonzero(~leaving)
+        own = {k: np.concatenate([np.take(v, stay, axis=0), got[k].astype(v.dtype)])
+               for k, v in own.items()}
     out = []
     for kind, old in enumerate(batches):
         r = rows[rows["kind"] == kind]
-        extra = ContactBatch.from_rows(r["key"], r["active"], r["state"])
-        out.append(ContactBatch.concat([old.rows(np.flatnonzero(old.active)), extra]))
+        if len(r) == 0:     # the old rows as they are: carry_from reads only the active
+            out.append(old)  # ones, in the same order
+            continue
+        keep = np.flatnonzero(old.active)
+        m = len(keep)
+        b = ContactBatch(key=np.concatenate([np.take(old.key, keep), r["key"]]))
+        b.active[:m] = np.take(old.active, keep)
+        b.active[m:] = r["active"]
+        np.take(old.state, keep, axis=0, out=b.state[:m], mode="clip")   # keep: valid rows
+        b.state[m:] = r["state"]
+        out.append(b)
     return own, out

@@ -1,0 +1,105 @@
+"""Stress and fabric of a granular assembly (Love-Weber), per particle and over a
+volume. Sign convention of continuum mechanics: tension positive, so a compressed
+packing has negative normal stresses (sigma_xx = -p).
+
+Per owned particle p with volume V_p (3D 4/3 pi r^3, 2D pi r^2 x unit thickness):
+
+    sigma_p = (1/V_p) sum_c (x_c - x_p) (x) f_c
+
+over its contacts c (particles and walls; x_c the middle of the overlap, f_c the force
+on p; pyx/analysis.pyx). Over a volume V holding the particles P (a region, or the
+whole domain):
+
+    sigma = (1/V) [ sum_{p in P} V_p sigma_p  -  sum_{p in P} m_p v'_p (x) v'_p ]
+
+with v' = v - (mass-weighted mean velocity of P), the kinetic (Reynolds) part, from
+the stored velocities. For a pair contact inside P the two particle terms add up to
+-l (x) f with l = x_2 - x_1 the branch vector: the classical Love-Weber sum. The
+tensor is not symmetric while particles are out of equilibrium. Fabric: Satake's
+tensor sum n (x) n / N_c over particle-particle contacts."""
+import numpy as np
+
+from ._kernels import analysis as _a
+from .errors import InputError
+
+
+def _moments(sim):
+    """(moment sums (n_own, 3, 3), particle-contact counts (n_own,)) of the owned
+    particles, from every contact kind (bonds are not contacts: not included)."""
+    st, n = sim.store, sim.store.n_own
+    moment = np.zeros((n, 9))
+    count = np.zeros(n, np.int32)
+    none = np.zeros(0, np.int32)
+    for kind in sim.interactions.values():
+        if not kind.contact or len(kind) == 0:
+            continue
+        b = kind.batch
+        owners = kind.owners()
+        if len(owners) == 2:
+            _a.contact_moments(b.active, b.state, owners[0], b.i1, owners[1], b.i2,
+                               st.radius, moment, count)
+        else:                                       # a wall: body 2 is the owned particle
+            _a.contact_moments(b.active, b.state, none, none, owners[0], b.i1,
+                               st.radius, moment, count)
+    return moment.reshape(n, 3, 3), count
+
+
+def particle_volumes(sim):
+    r = sim.store.radius[:sim.store.n_own]
+    return np.pi * r ** 2 if sim.domain.dim == 2 else 4.0 / 3.0 * np.pi * r ** 3
+
+
+def particle_stress(sim, gather=False):
+    """{"id", "stress" (n, 3, 3), "coordination" (particle contacts)} of the owned
+    particles, sorted by id (gather=True: all, on every rank; collective)."""
+    moment, count = _moments(sim)
+    st = sim.store
+    out = {"id": st.id[:st.n_own].copy(),
+           "stress": (moment / particle_volumes(sim)[:, None, None]).reshape(-1, 9),
+           "coordination": count}
+    if gather:
+        out = sim.collective.allgather(out)
+    order = np.argsort(out["id"], kind="stable")
+    out = {k: v[order] for k, v in out.items()}
+    out["stress"] = out["stress"].reshape(-1, 3, 3)
+    return out
+
+
+def stress(sim, region=None, volume=None, kinetic=True):
+    """Love-Weber stress tensor (3, 3) of the particles whose centres lie in `region`
+    (a pdem.regions.Region; None: all) over `volume` (default: the domain's volume
+    without a region, else region.volume(): exact for a Box, a Monte Carlo estimate
+    otherwise). Collective."""
+    st, n = sim.store, sim.store.n_own
+    if volume is None:
+        volume = float(np.prod(sim.domain.length)) if region is None else region.volume()
+    if not (np.isfinite(volume) and volume > 0):
+        raise InputError("stress: volume must be a positive number, got %r" % (volume,))
+    moment, _ = _moments(sim)
+    inside = np.ones(n, bool) if region is None else region(st.pos[:n]) <= 0.0
+    mass, vel = st.mass[:n][inside], st.vel[:n][inside]
+    # one reduction: the moment sum, the momentum and mass, the second moment of velocity
+    sums = np.concatenate([moment[inside].sum(axis=0).ravel(), mass @ vel, [mass.sum()],
+                           np.einsum("p,pi,pj->ij", mass, vel, vel).ravel()])
+    sums = sim.collective.sum(sums)
+    total = sums[:9].reshape(3, 3)
+    if kinetic and sums[12] > 0:
+        mean = sums[9:12] / sums[12]
+        # sum m v' v' = sum m v v - M vbar vbar
+        total = total - (sums[13:].reshape(3, 3) - sums[12] * np.outer(mean, mean))
+    return total / volume
+
+
+def fabric(sim):
+    """{"tensor": Satake's fabric sum n (x) n / N_c over particle-particle contacts,
+    "contacts": N_c, "coordination": 2 N_c / N_particles}. Collective."""
+    b = sim.interactions["pair"].batch
+    kind = sim.interactions["pair"]
+    a = np.flatnonzero(b.active)
+    a = a[kind.owner1[a] >= 0]                       # each pair once: owner of id1
+    normal = b.T[a, :3]
+    sums = sim.collective.sum(np.concatenate([np.einsum("ci,cj->ij", normal, normal).ravel(),
+                                              [len(a), sim.store.n_own]]))
+    n_c, n_p = sums[9], sums[10]
+    return {"tensor": sums[:9].reshape(3, 3) / max(n_c, 1.0), "contacts": int(n_c),
+            "coordination": 2.0 * n_c / n_p if n_p else 0.0}

@@ -1,0 +1,159 @@
+# cython: language_level=3
+"""Rebuild helpers, linear in the particle and row counts: the spatial order of the
+owned particles (a counting sort by cell) and the carry-over of contact state from
+the old rows to the new list (a merge of two key-sorted lists)."""
+cimport cython
+from libc.math cimport floor
+from libc.string cimport memcpy
+import numpy as np
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def cell_order(const double[:, ::1] pos, double cell, long max_cells):
+    """The permutation that sorts the rows of pos stably by the flat index
+    (c0 dims1 + c1) dims2 + c2 of the cells c = floor((pos - pos.min(axis=0)) / cell)
+    (dims = c.max(axis=0) + 1): numpy's stable argsort of that index, computed by a
+    counting sort. None when there would be more than max_cells cells (the caller
+    sorts instead)."""
+    cdef Py_ssize_t n = pos.shape[0], i
+    cdef int d
+    cdef double mn[3]
+    cdef long dims[3]
+    cdef long c, ncell
+    for d in range(3):
+        mn[d] = pos[0, d] if n else 0.0
+    for i in range(n):
+        for d in range(3):
+            if pos[i, d] < mn[d]:
+                mn[d] = pos[i, d]
+    for d in range(3):
+        dims[d] = 0
+    cells_arr = np.empty((n, 3), dtype=np.int64)
+    cdef long[:, ::1] cc = cells_arr
+    for i in range(n):
+        for d in range(3):
+            c = <long>floor((pos[i, d] - mn[d]) / cell)
+            cc[i, d] = c
+            if c + 1 > dims[d]:
+                dims[d] = c + 1
+    if n == 0 or <double>dims[0] * <double>dims[1] * <double>dims[2] > <double>max_cells:
+        return None
+    ncell = dims[0] * dims[1] * dims[2]
+    start_arr = np.zeros(ncell + 1, dtype=np.int64)
+    cdef long[::1] start = start_arr
+    flat_arr = np.empty(n, dtype=np.int64)
+    cdef long[::1] flat = flat_arr
+    order_arr = np.empty(n, dtype=np.int64)
+    cdef long[::1] order = order_arr
+    with nogil:
+        for i in range(n):
+            c = (cc[i, 0] * dims[1] + cc[i, 1]) * dims[2] + cc[i, 2]
+            flat[i] = c
+            start[c + 1] += 1
+        for c in range(ncell):
+            start[c + 1] += start[c]
+        for i in range(n):
+            order[start[flat[i]]] = i
+            start[flat[i]] += 1
+    return order_arr
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def is_sorted(const long[::1] key, const signed char[::1] active=None):
+    """True when key (its rows with active != 0, if given) does not decrease."""
+    cdef Py_ssize_t n = key.shape[0], i
+    cdef long last = -9223372036854775807 - 1
+    cdef bint use = active is not None, ok = True
+    with nogil:
+        for i in range(n):
+            if use and active[i] == 0:
+                continue
+            if key[i] < last:
+                ok = False
+                break
+            last = key[i]
+    return ok
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def carry_rows(const long[::1] new_key, const long[::1] new_order, const long[::1] old_key,
+               const signed char[::1] old_active, const double[:, ::1] old_state,
+               const long[::1] old_order, signed char[::1] new_active,
+               double[:, ::1] new_state):
+    """Copy active and state of the active old rows whose key is among the new keys
+    (ContactBatch.carry_from). The new keys in the order new_order (empty: as stored)
+    and the old rows in the order old_order (empty: as stored; inactive rows are
+    skipped) must not decrease: one merge. Where old rows share a key, the last one
+    in old order is copied last. Returns the number of rows copied."""
+    cdef Py_ssize_t nn = new_key.shape[0], no, i, j = 0, r, dst
+    cdef Py_ssize_t ncol = new_state.shape[1], copied = 0
+    cdef bint nid = new_order.shape[0] == 0, oid = old_order.shape[0] == 0
+    cdef long k
+    if old_state.shape[1] != ncol:
+        raise ValueError("state widths differ")
+    no = old_key.shape[0] if oid else old_order.shape[0]
+    if nn == 0 or no == 0:
+        return 0
+    with nogil:
+        if nid and oid:                 # both stored in key order: the common case
+            for r in range(no):
+                if old_active[r] == 0:
+                    continue
+                k = old_key[r]
+                while j < nn and new_key[j] < k:
+                    j += 1
+                if j == nn:
+                    break
+                if new_key[j] == k:
+                    new_active[j] = old_active[r]
+                    memcpy(&new_state[j, 0], &old_state[r, 0], ncol * sizeof(double))
+                    copied += 1
+        else:
+            for i in range(no):
+                r = i if oid else old_order[i]
+                if old_active[r] == 0:
+                    continue
+                k = old_key[r]
+                while j < nn and new_key[j if nid else new_order[j]] < k:
+                    j += 1
+                if j == nn:
+                    break
+                dst = j if nid else new_order[j]
+                if new_key[dst] != k:
+                    continue
+                new_active[dst] = old_active[r]
+                memcpy(&new_state[dst, 0], &old_state[r, 0], ncol * sizeof(double))
+                copied += 1
+    return copied
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def outside(const double[:, ::1] pos, const double[::1] lo, const double[::1] hi,
+            const unsigned char[::1] periodic):
+    """(first row with a non-finite coordinate or -1, first row outside lo..hi (lo
+    included, hi excluded) on a non-periodic axis or -1, number of such rows)."""
+    cdef Py_ssize_t n = pos.shape[0], i, bad = -1, first = -1, count = 0
+    cdef int d
+    cdef double x
+    cdef bint out, finite
+    with nogil:
+        for i in range(n):
+            out = False
+            finite = True
+            for d in range(3):
+                x = pos[i, d]
+                if not (x - x == 0.0):          # inf or nan
+                    finite = False
+                if not periodic[d] and (x < lo[d] or x >= hi[d]):
+                    out = True
+            if not finite and bad < 0:
+                bad = i
+            if out:
+                count += 1
+                if first < 0:
+                    first = i
+    return bad, first, count

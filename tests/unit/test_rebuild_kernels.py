@@ -1,0 +1,285 @@
+"""The rebuild kernels against the numpy code they replace: the pair rows sorted by
+key (cells.build_pair_rows), the spatial counting sort (rebuild.cell_order), the
+merge carrying contact state (rebuild.carry_rows through ContactBatch.carry_from)
+and the index-based ghost build (GhostExchange.build) against the record-based one."""
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import pdem
+from pdem._kernels import cells, rebuild
+from pdem.contact import keys
+from pdem.contact.store import NCOLS, ContactBatch
+from pdem.parallel.decomposition import Decomposition
+from pdem.parallel.exchange import pack, record_dtype, sendrecv_records, unpack
+from pdem.parallel.ghosts import GhostExchange
+from pdem.particles import empty_fields, spatial_order, spatial_permutation
+
+
+# ---------------------------------------------------------------- references
+def ref_pair_rows(pos, image, box, radius, ids, n_own, skin):
+    """build_pairs (particles visited in stable id order), then a stable sort by key
+    keeping the first row of each key: the former PairContacts.build."""
+    order = np.argsort(ids, kind="stable")
+    i1, i2 = cells.build_pairs(pos, image, box, radius, ids, n_own, skin, order, 1)
+    key = keys.make(ids[i1], ids[i2])
+    srt = np.argsort(key, kind="stable")
+    key, i1, i2 = key[srt], i1[srt], i2[srt]
+    first = np.ones(len(key), bool)
+    first[1:] = key[1:] != key[:-1]
+    return i1[first], i2[first], key[first]
+
+
+def ref_carry(new, old):
+    """The former ContactBatch.carry_from: searchsorted of the old active keys."""
+    keep = np.flatnonzero(old.active)
+    okeys = old.key[keep]
+    order = np.argsort(new.key, kind="stable")
+    pos = np.searchsorted(new.key, okeys, sorter=order)
+    pos[pos == len(new.key)] = 0
+    dst = order[pos]
+    hit = new.key[dst] == okeys
+    src, dst = keep[hit], dst[hit]
+    new.active[dst] = old.active[src]
+    new.state[dst] = old.state[src]
+
+
+def ref_ghosts(dec, owned, cutoff):
+    """The former GhostExchange.build: records packed, sent (to this rank for
+    periodic images) and unpacked, every field concatenated per axis."""
+    box = dec.domain.length
+    local = dict(owned)
+    dtype = record_dtype(local)
+    swaps = []
+    for d in range(3):
+        lower, upper = dec.neighbors[d]
+        at_lo, at_hi = dec.coords[d] == 0, dec.coords[d] == dec.dims[d] - 1
+        shifted = local["pos"][:, d] + local["image"][:, d] * box[d]
+        received = []
+        n_before = len(shifted)
+        for near, dest, source, shift, tag in (
+                (shifted < dec.lo[d] + cutoff, lower, upper, 1 if at_lo else 0, 10 * d),
+                (shifted >= dec.hi[d] - cutoff, upper, lower, -1 if at_hi else 0, 10 * d + 5)):
+            sel = np.flatnonzero(near) if dest >= 0 else np.empty(0, np.int64)
+            rec = pack(local, dtype, sel)
+            rec["image"][:, d] += shift
+            got = sendrecv_records(dec.cart, rec, dest, source, dtype, tag)
+            swaps.append((sel, dest, source, n_before + sum(len(r) for r in received), len(got)))
+            received.append(got)
+        if any(len(r) for r in received):
+            new = unpack(np.concatenate(received))
+            local = {k: np.concatenate([local[k], new[k]]) for k in local}
+    return local, swaps
+
+
+def random_fields(rng, n, lo, hi):
+    f = empty_fields(n)
+    f["id"][:] = rng.permutation(3 * n)[:n]
+    f["pos"][:] = rng.uniform(lo, hi, (n, 3))
+    for k in ("vel", "angvel", "force", "torque"):
+        f[k][:] = rng.normal(size=(n, 3))
+    f["orient"][:] = rng.normal(size=(n, 4))
+    f["radius"][:] = rng.uniform(0.02, 0.05, n)
+    f["mass"][:] = rng.uniform(1, 2, n)
+    f["inertia"][:] = rng.uniform(1, 2, n)
+    f["material"][:] = rng.integers(0, 3, n)
+    f["blocked"][:] = rng.integers(0, 64, n)
+    return f
+
+
+# ---------------------------------------------------------------- pair rows
+def periodic_locals(seed, n=1500, periodic=(True, True, False), sparse_ids=False):
+    """Owned particles plus their periodic images from a one-rank ghost build."""
+    rng = np.random.default_rng(seed)
+    lo, hi = np.zeros(3), np.ones(3)
+    dom = pdem.Domain(lo, hi, periodic=periodic)
+    dec = Decomposition(MPI.COMM_SELF, dom)
+    own = random_fields(rng, n, lo, hi)
+    if sparse_ids:
+        own["id"][:] = rng.permutation(1000 * n)[:n]
+    skin = 0.01
+    cutoff = 2 * 0.05 + skin
+    local, _ = ref_ghosts(dec, own, cutoff)
+    return local, n, skin, dom.length
+
+
+@pytest.mark.parametrize("sparse_ids", [False, True])
+@pytest.mark.parametrize("periodic", [(True, True, False), (True, True, True),
+                                      (False, False, False)])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_pair_rows_equal_sorted_deduplicated_build_pairs(seed, periodic, sparse_ids):
+    local, n_own, skin, box = periodic_locals(seed, periodic=periodic, sparse_ids=sparse_ids)
+    args = (local["pos"], local["image"], np.ascontiguousarray(box), local["radius"],
+            local["id"], n_own, skin)
+    expected = ref_pair_rows(*args)
+    got = cells.build_pair_rows(*args)
+    assert len(expected[0]) > 1000
+    if any(periodic):
+        assert len(local["id"]) > n_own          # images make duplicates to drop
+    for e, g in zip(expected, got):
+        assert e.dtype == g.dtype
+        np.testing.assert_array_equal(g, e)
+    assert np.all(np.diff(got[2]) > 0)
+
+
+def test_pair_rows_empty_and_single():
+    z = np.zeros((0, 3))
+    out = cells.build_pair_rows(z, np.zeros((0, 3), np.int32), np.ones(3), np.zeros(0),
+                                np.zeros(0, np.int64), 0, 0.1)
+    assert all(len(a) == 0 for a in out)
+    out = cells.build_pair_rows(np.zeros((1, 3)), np.zeros((1, 3), np.int32), np.ones(3),
+                                np.ones(1), np.zeros(1, np.int64), 1, 0.1)
+    assert all(len(a) == 0 for a in out)
+
+
+# ---------------------------------------------------------------- spatial order
+def ref_order(pos, cell):
+    c = np.floor((pos - pos.min(axis=0)) / cell).astype(np.int64)
+    dims = c.max(axis=0) + 1
+    return np.argsort((c[:, 0] * dims[1] + c[:, 1]) * dims[2] + c[:, 2], kind="stable")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_cell_order_equals_stable_argsort(seed):
+    rng = np.random.default_rng(seed)
+    pos = rng.uniform(-3.0, 5.0, (5000, 3))
+    pos[::7] = pos[3]                              # ties: the order must be stable
+    for cell in (0.05, 0.37, 1.0, 100.0):
+        got = rebuild.cell_order(pos, cell, 10 ** 9)
+        np.testing.assert_array_equal(got, ref_order(pos, cell))
+    assert rebuild.cell_order(pos, 1e-6, 4 * len(pos)) is None     # too many cells
+
+
+def test_spatial_order_fields():
+    rng = np.random.default_rng(5)
+    own = random_fields(rng, 3000, np.zeros(3), np.full(3, 10.0))
+    order = spatial_permutation(own)
+    np.testing.assert_array_equal(order, ref_order(own["pos"], 4 * own["radius"].max()))
+    sparse = dict(own, pos=own["pos"] * 1e6)       # a sparse cloud: argsort fallback
+    np.testing.assert_array_equal(spatial_permutation(sparse),
+                                  ref_order(sparse["pos"], 4 * own["radius"].max()))
+    out = spatial_order(own)
+    for k in own:
+        np.testing.assert_array_equal(out[k], own[k][order])
+
+
+# ---------------------------------------------------------------- carry
+def random_batch(rng, keys_, active_fraction=0.5):
+    b = ContactBatch(key=keys_)
+    b.active[:] = rng.uniform(size=len(keys_)) < active_fraction
+    b.state[:] = rng.normal(size=(len(keys_), NCOLS))
+    return b
+
+
+@pytest.mark.parametrize("sort_new", [True, False])
+@pytest.mark.parametrize("sort_old", [True, False])
+@pytest.mark.parametrize("seed", range(4))
+def test_carry_from_equals_searchsorted_carry(seed, sort_new, sort_old):
+    rng = np.random.default_rng(seed)
+    universe = np.unique(rng.integers(0, 1 << 40, 6100))[:6000]      # distinct keys
+    new_keys = rng.choice(universe, 3000, replace=False)
+    old_keys = rng.choice(universe, 2500, replace=False)
+    old_keys = np.concatenate([old_keys, old_keys[:40]])    # rows received twice (the
+    # last one wins, in both)
+    if sort_new:
+        new_keys = np.sort(new_keys)
+    if sort_old:
+        old_keys = np.sort(old_keys, kind="stable")
+    old = random_batch(rng, old_keys)
+    a, b = ContactBatch(key=new_keys), ContactBatch(key=new_keys)
+    a.state[:] = b.state[:] = 0.0
+    ref_carry(a, old)
+    b.carry_from(old)
+    assert np.count_nonzero(a.active) > 100
+    np.testing.assert_array_equal(b.active, a.active)
+    assert b.state.tobytes() == a.state.tobytes()
+
+
+def test_carry_rows_last_of_equal_keys_wins():
+    new = ContactBatch(key=np.array([5, 7, 9], np.int64))
+    old = ContactBatch.from_rows(np.array([7, 7, 9, 11], np.int64), np.ones(4, np.int8),
+                                 np.arange(4 * NCOLS, dtype=float).reshape(4, NCOLS))
+    new.carry_from(old)
+    np.testing.assert_array_equal(new.active, [0, 1, 1])
+    np.testing.assert_array_equal(new.state[1], old.state[1])
+    np.testing.assert_array_equal(new.state[2], old.state[2])
+    assert not new.state[0].any()
+
+
+# ---------------------------------------------------------------- ghosts
+@pytest.mark.parametrize("periodic", [(True, True, False), (True, True, True),
+                                      (False, True, False), (False, False, False)])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_ghost_build_equals_record_build(seed, periodic):
+    rng = np.random.default_rng(seed)
+    lo, hi = np.array([0.0, -1.0, 2.0]), np.array([1.5, 0.5, 3.2])
+    dom = pdem.Domain(lo, hi, periodic=periodic)
+    dec = Decomposition(MPI.COMM_SELF, dom)
+    own = random_fields(rng, 2000, lo, hi)
+    cutoff = 0.17
+    order = spatial_permutation(own)
+    expected, swaps = ref_ghosts(dec, spatial_order(own), cutoff)
+    gx = GhostExchange(dec)
+    got = gx.build(own, cutoff, order)
+    assert set(got) == set(expected)
+    for k in expected:
+        assert got[k].dtype == expected[k].dtype
+        assert got[k].flags.c_contiguous
+        np.testing.assert_array_equal(got[k], expected[k])
+    assert len(gx.swaps) == len(swaps)
+    for (s1, *r1), (s2, *r2) in zip(gx.swaps, swaps):
+        np.testing.assert_array_equal(s1, s2)
+        assert r1 == r2
+    if any(periodic):
+        assert len(got["id"]) > len(own["id"])
+    # the source row of every local particle: its fields come from that owned row
+    src = gx.source
+    assert np.all(src < gx.n_pool_owned)
+    np.testing.assert_array_equal(got["id"], own["id"][src])
+    # without an order: the owned rows as given
+    plain = GhostExchange(dec).build(own, cutoff)
+    expected, _ = ref_ghosts(dec, own, cutoff)
+    for k in expected:
+        np.testing.assert_array_equal(plain[k], expected[k])
+
+
+# ---------------------------------------------------------------- lost particles
+@pytest.mark.parametrize("seed", range(3))
+def test_outside_equals_numpy(seed):
+    rng = np.random.default_rng(seed)
+    lo, hi = np.array([0.0, -1.0, 2.0]), np.array([1.0, 1.0, 3.0])
+    pos = rng.uniform(lo - 0.05, hi + 0.05, (4000, 3))
+    pos[rng.integers(0, 4000, 5), rng.integers(0, 3, 5)] = lo[0]        # on the faces
+    pos[rng.integers(0, 4000, 5), 2] = hi[2]
+    for periodic in ((True, True, False), (False, True, True), (True, True, True)):
+        p = pos.copy()
+        if seed:
+            p[rng.integers(1000, 4000, 3), rng.integers(0, 3, 3)] = [np.nan, np.inf, -np.inf]
+        bad = np.flatnonzero(~np.all(np.isfinite(p), axis=1))
+        out = np.zeros(len(p), bool)
+        for axis in range(3):
+            if not periodic[axis]:
+                out |= (p[:, axis] < lo[axis]) | (p[:, axis] >= hi[axis])
+        got = rebuild.outside(p, lo, hi, np.asarray(periodic, np.uint8))
+        expected = (int(bad[0]) if len(bad) else -1,
+                    int(np.flatnonzero(out)[0]) if out.any() else -1, int(out.sum()))
+        assert got == expected
+
+
+def test_spare_state_memory_is_reused_and_zeroed():
+    rng = np.random.default_rng(3)
+    keys_ = np.sort(rng.choice(1 << 40, 4000, replace=False)).astype(np.int64)
+    first = ContactBatch(key=keys_, spare=ContactBatch())     # room for a longer list
+    assert len(first.buffer) > len(keys_)
+    first.state[:] = rng.normal(size=first.state.shape)       # a used list
+    old = random_batch(rng, keys_[::2])
+    again = ContactBatch(key=keys_[:3900], spare=first)
+    assert np.shares_memory(again.state, first.buffer) and again.state.flags.c_contiguous
+    fresh = ContactBatch(key=keys_[:3900])
+    assert not again.state.any() and again.state.shape == fresh.state.shape
+    again.carry_from(old)
+    fresh.carry_from(old)
+    assert again.state.tobytes() == fresh.state.tobytes()
+    np.testing.assert_array_equal(again.active, fresh.active)
+    big = ContactBatch(key=np.arange(10000, dtype=np.int64), spare=first)    # no room
+    assert not np.shares_memory(big.state, first.buffer)
