@@ -203,6 +203,8 @@ def brazilian(x, r, comm, size):
     b = sim.bonds(gather=True)
     broken = ~b["intact"]
     return dict(sim=sim, info=info, rec=rec, force=force, f_peak=force[k],
+                strain_peak=rec["strain"][k],
+                crack_strain=2 * info["speed"] * b["broken_time"][broken] / info["length"],
                 sigma_t=2.0 * force[k] / (math.pi * D * t),
                 mismatch_peak=abs(rec["f_top"][k] - rec["f_bottom"][k]) / force[k],
                 n_bonds=info["n_bonds"], n_broken=int(broken.sum()),
@@ -241,19 +243,23 @@ def plot(u, u2, bz, docs):
     fig, ax = plt.subplots(1, 2, figsize=(10, 5.5),
                            gridspec_kw={"width_ratios": [1, 1.5]})
     for a, res, title in ((ax[0], u, "UCS prism (x-z)"), (ax[1], bz, "Brazilian disk (x-z)")):
+        # all cracks projected on x-z; large and opaque: broken by the peak load
         if res is None:
             continue
         p = res["positions"]
-        a.scatter(p[:, 0] * 1e3, p[:, 2] * 1e3, s=4, c="0.85", linewidths=0)
+        a.scatter(p[:, 0] * 1e3, p[:, 2] * 1e3, s=4, c="0.9", linewidths=0)
+        early = res["crack_strain"] <= res["strain_peak"]
         for mode, name, col in ((1, "tension", "tab:red"), (2, "shear", "tab:blue")):
-            q = res["crack_point"][res["crack_mode"] == mode]
-            a.scatter(q[:, 0] * 1e3, q[:, 2] * 1e3, s=5, c=col, linewidths=0,
-                      label="%s (%d)" % (name, len(q)))
+            for sel, size, alpha, when in ((early, 9, 1.0, "to the peak"),
+                                           (~early, 4, 0.45, "after")):
+                q = res["crack_point"][(res["crack_mode"] == mode) & sel]
+                a.scatter(q[:, 0] * 1e3, q[:, 2] * 1e3, s=size, c=col, alpha=alpha,
+                          linewidths=0, label="%s, %s (%d)" % (name, when, len(q)))
         a.set_aspect("equal")
         a.set_xlabel("x (mm)")
         a.set_ylabel("z (mm)")
         a.set_title(title)
-        a.legend(loc="upper right", fontsize=8, markerscale=3)
+        a.legend(loc="lower right", fontsize=7, markerscale=2, framealpha=0.9)
     fig.tight_layout()
     fig.savefig(os.path.join(docs, "rock_cracks.png"), dpi=100)
     plt.close(fig)
