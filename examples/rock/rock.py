@@ -8,7 +8,7 @@ IJRMMS 41:1329): a dense packing bonded with parallel bonds, then
       sigma_t = 2 F_peak / (pi D t);
   (c) the modulus for two contact/bond stiffnesses (P&C: E is set by Ec = Ebar_c).
 
-    python examples/rock/rock.py [--quick] [--out results/rock] [--docs docs]
+    python examples/rock/rock.py [--quick] [--docs docs] [--no-stiff] [--no-brazilian]
     mpirun -n 2 python -m mpi4py examples/rock/rock.py --quick    (the same numbers)
 
 Micro-parameters are of the kind of P&C's granite (PFC3D): Ec = Ebar_c, kn/ks = 2.5,
@@ -86,7 +86,7 @@ def build(x, r, comm, stiffness=1.0, axis=2, speed=None, dt=None):
                      kt=kn / K_RATIO, bond=bond, lo=lo, hi=hi)
 
 
-def load(sim, info, axis=2, every=50, max_strain=0.012, drop=0.6, min_strain=0.0):
+def load(sim, info, axis=2, every=50, max_strain=0.012, drop=0.6):
     """Move the platens until the load falls below `drop` x its peak (after the peak)
     or the strain reaches max_strain. Returns arrays: strain, top and bottom platen
     forces, broken bonds, per record."""
@@ -102,7 +102,7 @@ def load(sim, info, axis=2, every=50, max_strain=0.012, drop=0.6, min_strain=0.0
         rec["broken"].append(sim.n_broken)
         mean = 0.5 * (f[1] - f[0])
         peak = max(peak, mean)
-        if strain > max_strain or (strain > min_strain and mean < drop * peak):
+        if strain > max_strain or mean < drop * peak:
             break
     return {k: np.array(v) for k, v in rec.items()}
 
