@@ -15,6 +15,7 @@ from .threads import openmp_available, thread_count
 
 __version__ = "0.1.0"
 __all__ = ["Domain", "Mesh", "Simulation", "Material", "Explicit", "NSCD", "InputError", "SimulationError", "TimeStepWarning",
+           "Sine", "Ramp", "Table", "Servo", "sizes",
            "CheckpointExit", "restart", "openmp_available", "thread_count",
            "pack", "Packing", "Region", "HalfSpace", "Sphere", "Box", "Cylinder", "Cone", "Torus",
            "FunctionRegion", "MeshRegion", "relax", "relax_step"]

@@ -13,7 +13,6 @@ add_spheres with the full arrays) are made on all ranks; each rank keeps what it
 owns. Errors found on one rank are raised on all ranks (no hang).
 """
 import numbers
-import os
 import signal
 import time
 
