@@ -187,7 +187,7 @@ class Log:
         self.header = False
         self.removed = sim.lost == "remove"  # a column of particles removed so far
 
-    def thermo(self, n_particles, n_contacts, kinetic):
+    def thermo(self, n_particles, n_contacts, kinetic, loads=None):
         s = self.sim.step_count
         wall = time.perf_counter() - self.clock
         done, left = s - self.start, self.target - s
@@ -206,14 +206,17 @@ class Log:
         stats = dict(self.sim.scheme.stats())              # e.g. NSCD's sweeps of the last step
         if self.removed:
             stats["removed"] = self.sim.n_removed
+        stats.update(loads or {})                            # driven walls' loads
         if not self.header:
             print("%10s %13s %10s %9s %12s %11s %9s" % ("step", "time", "particles", "contacts",
                                                       "kinetic", "p-steps/s", "left")
-                  + "".join(" %7s" % name.replace("solver_", "") for name in stats))
+                  + "".join((" %7s" if isinstance(v, (int, np.integer)) else " %11s")
+                            % name.replace("solver_", "") for name, v in stats.items()))
             self.header = True
         print("%10d %13.6e %10d %9d %12.5e %11.4g %9s" % (s, self.sim.time, n_particles, n_contacts,
                                                         kinetic, rate, eta)
-              + "".join(" %7d" % v for v in stats.values()), flush=True)
+              + "".join(" %7d" % v if isinstance(v, (int, np.integer)) else " %11.4e" % v
+                        for v in stats.values()), flush=True)
 
     def timing(self):
         """Seconds per phase of this run (min / avg / max over ranks) and their share
@@ -342,7 +345,7 @@ def run(args):
             if s % thermo == 0 or s == target:
                 rf.write_series()
                 e, n, c = sim.energy(), sim.n_particles, sim.n_contacts
-                log.thermo(n, c, e["kinetic"])
+                log.thermo(n, c, e["kinetic"], sim.motions.loads(sim))
                 _status(args.out, "running step %d of %d" % (s, target))
             if args.checkpoint_every and s % args.checkpoint_every == 0 and s < target:
                 sim.checkpoint(checkpoint)

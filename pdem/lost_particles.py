@@ -9,9 +9,10 @@ from ._kernels import rebuild as _r
 from .errors import SimulationError
 
 
-def handle_lost(sim, own):
+def handle_lost(sim, own, drop=None):
     """Returns (kept particles, new index of each old one or None when none was
-    removed, ids removed on this rank). Collective."""
+    removed, ids removed on this rank). drop: a mask of owned particles to remove as
+    well (sim.remove). Collective."""
     dom = sim.domain
     pos = own["pos"]
     periodic = np.asarray(dom.periodic, np.uint8)
@@ -26,16 +27,17 @@ def handle_lost(sim, own):
         msg = ("step %d (t=%.6g): particle id %d at %s left the domain %s..%s"
                % (sim.step_count, sim.time, own["id"][first], _fmt(pos[first]),
                   _fmt(dom.lo), _fmt(dom.hi)))
+    out = np.zeros(len(own["id"]), bool) if drop is None else drop.copy()
     if sim.lost == "error":
         sim.collective.raise_if_any(msg and msg + " (use lost='remove' to delete such "
                                     "particles)", SimulationError)
-        return own, None, own["id"][:0]
-    out = np.zeros(len(own["id"]), bool)
+        return _remove(own, out)
     if n_out:
         for axis in range(3):
             if not dom.periodic[axis]:
                 out |= (pos[:, axis] < dom.lo[axis]) | (pos[:, axis] >= dom.hi[axis])
-    counts = np.array([n_out, -own["id"][out].min() if n_out else -np.inf], float)
+    lost = out if drop is None else out & ~drop
+    counts = np.array([n_out, -own["id"][lost].min() if n_out else -np.inf], float)
     if sim.size > 1:
         counts = np.array([sim.collective.sum(counts[:1].copy())[0], sim.collective.max(counts[1])])
     removed = int(counts[0])
@@ -47,7 +49,11 @@ def handle_lost(sim, own):
                           sim.step_count, sim.time, removed, _fmt(dom.lo), _fmt(dom.hi),
                           int(-counts[1])), RuntimeWarning, stacklevel=4)
     sim.n_removed += removed
-    if not n_out:
+    return _remove(own, out)
+
+
+def _remove(own, out):
+    if not out.any():
         return own, None, own["id"][:0]
     new_index = np.cumsum(~out) - 1
     new_index[out] = -1

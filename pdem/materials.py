@@ -25,6 +25,9 @@ Laws (per pair):
            a normal impact rebounds with exactly the input restitution e.
 Rolling and twisting resistance (both laws): elastic-plastic on phi, stiffness
 rolling_stiffness * k_t * R*^2, limit rolling_friction * R* * F_n (same for twisting).
+Cohesion (per pair, pyx/laws.pxd, docs/laws.md): cohesion='dmt' or 'jkr' with
+surface_energy W (the work of adhesion, J/m^2), or 'linear' with cohesion_density k_c
+(J/m^3); W and k_c mix as geometric means (zero when one material has none).
 """
 import math
 from dataclasses import dataclass, field, fields, replace
@@ -36,6 +39,7 @@ from .errors import InputError
 
 COL = _k.law_columns()
 LAWS = ("hooke", "hertz")
+COHESIONS = (None, "dmt", "jkr", "linear")      # the codes of laws.pxd COH_*
 
 
 @dataclass
@@ -56,6 +60,9 @@ class Material:
     twisting_friction: float = 0.0
     twisting_stiffness: float = 0.0
     limit_damping: bool = False
+    cohesion: str = None
+    surface_energy: float = 0.0
+    cohesion_density: float = 0.0
     index: int = field(default=-1, compare=False)
 
     def check(self, stiffness=True):
@@ -81,12 +88,39 @@ class Material:
             raise InputError("material %r: poisson must be in (-1, 0.5), got %r" % (self.name, self.poisson))
         if self.restitution is not None and not (0.0 <= self.restitution <= 1.0):
             raise InputError("material %r: restitution must be in [0, 1], got %r" % (self.name, self.restitution))
+        check_cohesion("material %r" % self.name, self.cohesion, self.surface_energy,
+                       self.cohesion_density, stiffness)
         if not stiffness:
             return
         if self.law == "hertz" and self.young is None:
             raise InputError("material %r: law 'hertz' needs young (Young's modulus)" % self.name)
         if self.law == "hooke" and self.young is None and self.kn is None:
             raise InputError("material %r: law 'hooke' needs kn or young" % self.name)
+
+
+def check_cohesion(where, cohesion, surface_energy, cohesion_density, stiffness=True):
+    """One clear line for a bad cohesion model or value (`where`: the material or pair)."""
+    if cohesion not in COHESIONS:
+        raise InputError("%s: cohesion must be one of %s, got %r" % (
+            where, ", ".join(repr(c) for c in COHESIONS), cohesion))
+    for name, v in (("surface_energy", surface_energy), ("cohesion_density", cohesion_density)):
+        if v is None or isinstance(v, bool) or not isinstance(v, (int, float, np.floating,
+                                                                   np.integer)) \
+                or not math.isfinite(v) or v < 0:
+            raise InputError("%s: %s must be a finite number >= 0, got %r" % (where, name, v))
+    if cohesion is not None and not stiffness:
+        raise InputError("%s: cohesion=%r is not supported by the NSCD scheme (rigid grains); "
+                         "use the explicit scheme" % (where, cohesion))
+    if cohesion in ("dmt", "jkr") and cohesion_density:
+        raise InputError("%s: cohesion_density=%r belongs to cohesion='linear', not %r" % (
+            where, cohesion_density, cohesion))
+    if cohesion == "linear" and surface_energy:
+        raise InputError("%s: surface_energy=%r belongs to cohesion 'dmt' or 'jkr', not 'linear'"
+                         % (where, surface_energy))
+    if cohesion is None and (surface_energy or cohesion_density):
+        raise InputError("%s: %s=%r given without a cohesion model (cohesion='jkr', 'dmt' or "
+                         "'linear')" % (where, "surface_energy" if surface_energy else
+                                        "cohesion_density", surface_energy or cohesion_density))
 
 
 def _harmonic(a, b):
@@ -111,7 +145,16 @@ def mix(m1, m2):
     e = None
     if m1.restitution is not None and m2.restitution is not None:
         e = math.sqrt(m1.restitution * m2.restitution)
+    if m1.cohesion is not None and m2.cohesion is not None and m1.cohesion != m2.cohesion:
+        raise InputError("materials %r and %r use different cohesion models (%s, %s): set the "
+                         "pair's with Simulation.pair(%r, %r, cohesion=...)" % (
+                             m1.name, m2.name, m1.cohesion, m2.cohesion, m1.name, m2.name))
+    # one material without cohesion: W = sqrt(W1 W2) = 0, no cohesion
+    both = m1.cohesion is not None and m2.cohesion is not None
     return dict(
+        cohesion=m1.cohesion if both else None,
+        surface_energy=math.sqrt(m1.surface_energy * m2.surface_energy) if both else 0.0,
+        cohesion_density=math.sqrt(m1.cohesion_density * m2.cohesion_density) if both else 0.0,
         law=m1.law, friction=min(m1.friction, m2.friction), restitution=e,
         kn=_harmonic(m1.kn, m2.kn), kt=_harmonic(m1.kt, m2.kt),
         gamma_n=_mean(m1.gamma_n, m2.gamma_n), gamma_t=_mean(m1.gamma_t, m2.gamma_t),
@@ -120,6 +163,21 @@ def mix(m1, m2):
         rolling_stiffness=_mean(m1.rolling_stiffness, m2.rolling_stiffness),
         twisting_stiffness=_mean(m1.twisting_stiffness, m2.twisting_stiffness),
         limit_damping=m1.limit_damping or m2.limit_damping)
+
+
+def _mix_over(a, b, over):
+    """mix() of a pair whose overrides `over` set the law or the cohesion model: the
+    materials' other values mix as if both had that law and model (a cohesion model set
+    for the pair takes W and k_c from the materials' values, zero where one has none)."""
+    changed = {k: over[k] for k in ("law", "cohesion") if k in over}
+    if changed:
+        a, b = replace(a, **changed), replace(b, **changed)
+    p = mix(a, b)
+    if p["cohesion"] != "linear":            # each model keeps its own parameter only
+        p["cohesion_density"] = 0.0
+    if p["cohesion"] not in ("dmt", "jkr"):
+        p["surface_energy"] = 0.0
+    return p
 
 
 def damping_ratio_linear(e):
@@ -171,6 +229,7 @@ class MaterialTable:
 
     def __init__(self, stiffness=True):
         self.stiffness = stiffness        # False: rigid grains (NSCD), no law needed
+        self.planar = False               # 2D disks: no cohesion (Simulation sets it)
         self.materials = []
         self.by_name = {}
         self.overrides = {}
@@ -184,11 +243,17 @@ class MaterialTable:
             raise InputError("unknown material parameter(s) %s for %r" % (sorted(unknown), name))
         m = Material(name=name, density=density, **params)
         m.check(self.stiffness)
+        self._planar_check("material %r" % name, m.cohesion)
         m.index = len(self.materials)
         self.materials.append(m)
         self.by_name[name] = m
         self._table = self._coefficients = None
         return m
+
+    def _planar_check(self, where, cohesion):
+        if cohesion is not None and self.planar:
+            raise InputError("%s: cohesion=%r is for spheres; 2D disks have no cohesion model "
+                             "(the JKR, DMT and linear forms are 3D)" % (where, cohesion))
 
     def get(self, material):
         """Material from a Material, a name or an index; InputError if unknown."""
@@ -212,6 +277,15 @@ class MaterialTable:
         unknown = set(params) - allowed
         if unknown:
             raise InputError("unknown pair parameter(s) %s for (%r, %r)" % (sorted(unknown), a.name, b.name))
+        if {"cohesion", "surface_energy", "cohesion_density"} & set(params):
+            try:
+                p = _mix_over(a, b, params)
+            except InputError:               # different laws or models, not set here
+                p = {"cohesion": None, "surface_energy": 0.0, "cohesion_density": 0.0}
+            p.update(params)
+            check_cohesion("pair (%r, %r)" % (a.name, b.name), p["cohesion"],
+                           p["surface_energy"], p["cohesion_density"], self.stiffness)
+            self._planar_check("pair (%r, %r)" % (a.name, b.name), p["cohesion"])
         self.overrides[(min(a.index, b.index), max(a.index, b.index))] = dict(params)
         self._table = self._coefficients = None
 
@@ -219,8 +293,7 @@ class MaterialTable:
         """Resolved parameters of a pair (after mixing and overrides)."""
         key = (min(a.index, b.index), max(a.index, b.index))
         over = self.overrides.get(key, {})
-        base = mix(a, b) if "law" not in over else mix(replace(a, law=over["law"]),
-                                                        replace(b, law=over["law"]))
+        base = _mix_over(a, b, over)
         base.update(over)
         estar, gstar = _moduli(a, b)
         return base, estar, gstar
@@ -236,9 +309,20 @@ class MaterialTable:
         r[COL["limit_damping"]] = 1.0 if p["limit_damping"] else 0.0
         e = p["restitution"]
         names = "(%r, %r)" % (a.name, b.name)
+        coh = p["cohesion"]
+        if coh is not None:
+            if coh == "jkr" and p["law"] != "hertz":
+                raise InputError("pair %s: cohesion 'jkr' needs law 'hertz' (E*, G* from young, "
+                                 "poisson), got law %r" % (names, p["law"]))
+            r[COL["cohesion"]] = COHESIONS.index(coh)
+            r[COL["work"]] = p["surface_energy"] if coh != "linear" else 0.0
+            r[COL["coh_k"]] = p["cohesion_density"] if coh == "linear" else 0.0
         if p["law"] == "hertz":
             if estar is None:
                 raise InputError("pair %s: law 'hertz' needs young on both materials" % names)
+            if coh == "jkr" and p["surface_energy"] > 0:
+                # pull-off distance |d_c| = (3/4) (pi^2 W^2 R* / E*^2)^(1/3) = reach cbrt(R*)
+                r[COL["reach"]] = 0.75 * (math.pi * p["surface_energy"] / estar) ** (2.0 / 3.0)
             r[COL["normal"]] = 1.0
             r[COL["estar"]], r[COL["gstar"]] = estar, gstar
             r[COL["zeta"]] = damping_ratio_hertz(1.0 if e is None else e)
@@ -287,7 +371,8 @@ class MaterialTable:
                     try:
                         t[a.index * n + b.index] = self.row(a, b)
                     except InputError:
-                        if a.law == b.law:
+                        if a.law == b.law and (a.cohesion == b.cohesion or a.cohesion is None
+                                               or b.cohesion is None):
                             raise
                         t[a.index * n + b.index] = np.nan   # never in contact, checked at use
             self._table = t

@@ -32,6 +32,14 @@ FIELDS = {
 DOF_BITS = {"x": 1, "y": 2, "z": 4, "rx": 8, "ry": 16, "rz": 32}
 
 
+def mass_and_inertia(radius, density, dim, mass=None):
+    """Mass (density x volume unless given) and moment of inertia of spheres (3D:
+    0.4 m r^2) or disks of unit thickness (2D: 0.5 m r^2)."""
+    volume = 4.0 / 3.0 * np.pi * radius ** 3 if dim == 3 else np.pi * radius ** 2
+    m = volume * density if mass is None else mass
+    return m, (0.4 if dim == 3 else 0.5) * m * radius * radius
+
+
 def empty_fields(n=0):
     return {name: np.zeros((n, c) if c else n, dtype=dt) for name, (dt, c) in FIELDS.items()}
 

@@ -12,16 +12,14 @@ Every rank runs the same script (SPMD): scene set-up calls (materials, planes,
 add_spheres with the full arrays) are made on all ranks; each rank keeps what it
 owns. Errors found on one rank are raised on all ranks (no hang).
 """
-import math
 import numbers
-import os
 import signal
 import time
 
 import numpy as np
 from mpi4py import MPI
 
-from . import analysis, diagnostics, validate
+from . import analysis, diagnostics, editing, insertion, validate
 from ._kernels import integrate
 from .collective import Collective
 from .contact import keys
@@ -30,16 +28,19 @@ from .contact.kinds import KINDS, Build, owned_index
 from .contact.mesh import Mesh
 from .contact.mesh_walls import DEFAULT_CUTOFF_DEGREES, MeshWalls
 from .contact.region_walls import RegionWalls
+from .contact.wall_motion import RigidMotion
 from .contact.walls import Planes, Segments
 from .domain import Domain
 from .errors import InputError, SimulationError
 from .events import Events
+from .motion import WallMotions
 from .lost_particles import handle_lost
 from .materials import MaterialTable
 from .parallel.decomposition import Decomposition
 from .parallel.ghosts import GhostExchange, wrap
 from .parallel.migration import migrate
-from .particles import DOF_BITS, ParticleStore, empty_fields, spatial_permutation
+from .particles import (DOF_BITS, ParticleStore, empty_fields, mass_and_inertia,
+                        spatial_permutation)
 from .scheme import Explicit, Scheme
 from .signals import CheckpointExit, SignalCheckpoint  # noqa: F401 (part of the API)
 from .threads import thread_count
@@ -75,9 +76,6 @@ class Simulation:
                  dims=None, balance=1.2, check_ids=False, scheme=None):
         if not isinstance(domain, Domain):
             raise InputError("domain must be a pdem.Domain, got %r" % (domain,))
-        if isinstance(dt, bool) or not isinstance(dt, numbers.Real):
-            raise InputError("dt must be a positive finite number, got %r" % (dt,))
-        dt = validate.positive("dt", dt)        # numpy scalars too (np.float32 -> float)
         g = validate.vector("gravity", gravity)
         if balance is not None and not (isinstance(balance, (int, float)) and balance > 1.0):
             raise InputError("balance must be a threshold > 1 (max/mean particles per rank) "
@@ -93,7 +91,7 @@ class Simulation:
                              "pdem.NSCD(...)), got %r" % (scheme,))
         self.scheme = Explicit() if scheme is None else scheme
         self.domain = domain
-        self.dt = float(dt)
+        self.dt = dt
         self.gravity = g if domain.dim == 3 else np.array([g[0], g[1], 0.0])
         self.comm = MPI.COMM_WORLD if comm is None else comm
         self.collective = Collective(self.comm)
@@ -104,6 +102,10 @@ class Simulation:
         self.check_ids = check_ids
         self.n_balances = 0
         self.n_migrated = 0                      # particles this rank sent to others
+        self.external = editing.ExternalLoads()  # set_external_load
+        self.motions = WallMotions()             # set_plane_motion, set_mesh_motion
+        self.insertions = {}                     # add_insertion, by name
+        self.insertion_states = {}               # from a checkpoint, until re-registered
         self.events = Events(self)               # sim.events.at / every / when
         self.stopped = False                     # set by stop(), reset by run()
         self.n_removed = 0                       # particles removed by lost='remove' (all ranks)
@@ -116,6 +118,7 @@ class Simulation:
         self.check_timestep = check_timestep
         self.max_overlap = float(max_overlap)
         self.materials = MaterialTable(stiffness=self.scheme.stiffness)
+        self.materials.planar = domain.dim == 2
         self.planes = Planes()
         self.segments = Segments()               # 2D boundary segments (seed 003)
         self.points = Segments()                 # 2D zero-radius boundary points
@@ -215,13 +218,8 @@ class Simulation:
                                  % (i, fmt(pos[i]), k, -d[i], fmt(self.planes.normal[k])))
         new["orient"][:, 0] = 1.0
         new["radius"][:] = r
-        if dim == 3:
-            new["mass"][:] = 4.0 / 3.0 * math.pi * r ** 3 * mat.density if masses is None \
-                else masses
-            new["inertia"][:] = 0.4 * new["mass"] * r * r
-        else:   # disks per unit thickness, moving in the xy plane
-            new["mass"][:] = math.pi * r ** 2 * mat.density if masses is None else masses
-            new["inertia"][:] = 0.5 * new["mass"] * r * r
+        new["mass"][:], new["inertia"][:] = mass_and_inertia(r, mat.density, dim, masses)
+        if dim == 2:    # disks per unit thickness, moving in the xy plane
             new["blocked"][:] = DOF_BITS["z"] | DOF_BITS["rx"] | DOF_BITS["ry"]
             new["vel"][:, 2] = 0.0
             new["angvel"][:, :2] = 0.0
@@ -271,6 +269,42 @@ class Simulation:
             self.collective.raise_if_any(problem, InputError)
         self._scene_changed()
         return idx
+
+    def add_insertion(self, region, material, radii, rate=None, mass_rate=None, count=None,
+                      velocity=(0.0, 0.0, 0.0), every=1000, seed=0, name="insertion"):
+        """Pour particles into `region` during the run at `rate` particles per time unit
+        (or `mass_rate`), up to `count`, every `every` steps, with radii a radius or a
+        size distribution (pdem.sizes), rejecting overlaps (pdem/insertion.py). The same
+        on any number of ranks; after a restart, call it again with the same name.
+        Collective; returns the Insertion (its `state`: number and mass inserted)."""
+        return insertion.add_insertion(self, region, material, radii, rate, mass_rate, count,
+                                       velocity, every, seed, name)
+
+    def set_plane_motion(self, plane, law):
+        """Drive plane `plane` (its index) by a motion law (pdem.motion.Sine, Ramp, Table,
+        Servo; None: stop it), from now on. Collective."""
+        self.collective.same("set_plane_motion", plane=plane, law=self.motions.check(law))
+        if not (isinstance(plane, (int, np.integer)) and 0 <= plane < len(self.planes)):
+            raise InputError("set_plane_motion: plane must be a plane index in 0..%d, got %r"
+                             % (len(self.planes) - 1, plane))
+        self.motions.set(self, ("plane", int(plane)), law)
+        if law is None:
+            self.planes.vel[plane] = 0.0
+
+    def set_mesh_motion(self, wall, law):
+        """Translate mesh wall `wall` (index or name) by a motion law (as
+        set_plane_motion; a Servo needs axis=). Collective."""
+        self.collective.same("set_mesh_motion", wall=wall, law=self.motions.check(law))
+        i = self.mesh_walls.index(wall)
+        w = self.mesh_walls[i]
+        if w.motion is None:
+            w.motion = RigidMotion(w.mesh, reference_point=w.mesh.vertices.mean(axis=0))
+        elif not isinstance(w.motion, RigidMotion):
+            raise InputError("set_mesh_motion: mesh wall %r deforms (vertex_velocities); a "
+                             "motion law moves rigid walls only" % (w.name,))
+        self.motions.set(self, ("mesh", i), law)
+        if law is None:
+            w.motion.set_velocity(velocity=(0.0, 0.0, 0.0))
 
     def add_segments(self, x0, x1, material, end_points=True):
         """Add fixed boundary segments from x0[k] to x1[k] (seed 003; in 3D, rods of
@@ -543,6 +577,42 @@ class Simulation:
             if block:
                 self.store.blocked[idx] |= 56
 
+    # ---------------------------------------------------------------- editing
+    def remove(self, ids=None, region=None):
+        """Delete particles by id and/or with their centre in `region` (a pdem region), with
+        their contacts, bonds and external loads, at once; returns how many. Collective."""
+        return editing.remove(self, ids, region)
+
+    def set_radius(self, ids, radius):
+        """New radii (one, or one per id); mass and inertia follow at the same density.
+        Collective."""
+        editing.set_radius(self, ids, radius)
+
+    def set_material(self, ids, material):
+        """A new material; mass and inertia follow from its density. Collective."""
+        editing.set_material(self, ids, material)
+
+    def set_external_load(self, ids, force=None, torque=None):
+        """A force and torque (one, or one per id) added to these particles every step,
+        replacing any given before (zero removes it); explicit scheme. Collective."""
+        self.external.set(self, ids, force, torque)
+
+    @property
+    def dt(self):
+        return self._dt
+
+    @dt.setter
+    def dt(self, value):
+        """A new time step (also after a restart): checked against the critical step at
+        the next step; the clock goes on from the current time."""
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise InputError("dt must be a positive finite number, got %r" % (value,))
+        value = validate.positive("dt", value)  # numpy scalars too (np.float32 -> float)
+        if hasattr(self, "collective"):
+            self.collective.same("dt", dt=value)
+        self._dt = value
+        self._checked_dt = False
+
     # ---------------------------------------------------------------- running
     def run(self, steps=None, until=None):
         """Advance by `steps` steps or until time `until` (the first step whose time
@@ -568,6 +638,8 @@ class Simulation:
         since_build = st.pos if self._dirty else self._build_pos
         moved2 = integrate.drift(st.pos, st.vel, st.angvel, st.orient, since_build, self.dt,
                                  st.n_own, self.threads)
+        if self.motions:                        # motion laws: wall velocities of this step
+            self.motions.apply(self)
         self.planes.move(self.dt)
         self.mesh_walls.move(self.dt)
         moved2 = max(moved2, self.mesh_walls.moved2())    # the same on every rank
@@ -644,6 +716,8 @@ class Simulation:
         for kind in self.interactions.values():
             if not (skip_in_pass and kind.in_pass):
                 kind.add_forces(f, t, self.lever_flags, self.threads)
+        if self.external:
+            self.external.add(self, f, t)
 
     def _coincident(self, i):
         """Id of another particle (owned or ghost) whose centre coincides with local
@@ -654,7 +728,7 @@ class Simulation:
         return int(st.id[near[0]]) if len(near) else None
 
     # ---------------------------------------------------------------- neighbors
-    def _rebuild(self, restore=False, reach=0.0):
+    def _rebuild(self, restore=False, reach=0.0, drop=None):
         """Wrap, handle lost particles, balance, migrate, build ghosts and the lists of
         every interaction kind, carry contact state over (collective). reach: a list
         skin of at least this (bond_contacts' gap). restore: the
@@ -671,16 +745,20 @@ class Simulation:
         else:
             own["pos"] = own["pos"].copy()              # wrapped in place
             wrap(own["pos"], dom.lo, dom.hi, dom.periodic)
-            own, new_index, removed = handle_lost(self, own)
-            if self.check_ids:
-                self._ids = np.setdiff1d(self._ids, self.collective.allgather(
-                    {"id": removed})["id"])
+            own, new_index, removed = handle_lost(self, own, drop)
+            bonds = self.interactions["bond"]
+            if self.check_ids or bonds.any:
+                removed = self.collective.allgather({"id": removed})["id"]
+                if self.check_ids:
+                    self._ids = np.setdiff1d(self._ids, removed)
+                bonds.forget(removed)
         rmax, bond = self.collective.max(np.array([
             float(own["radius"].max()) if len(own["radius"]) else 0.0,
             self.interactions["bond"].reach()]))
-        if self.skin is None:
-            self.skin = 0.2 * rmax if rmax > 0 else 1.0
-        list_skin = max((2.0 * self.skin if restore else self.skin) +
+        if self.skin is None and rmax > 0:    # an empty start (insertion later) waits
+            self.skin = 0.2 * rmax
+        skin = self.skin or 0.0
+        list_skin = max((2.0 * skin if restore else skin) +
                         self.scheme.reach(self, own["radius"]), reach)  # contacts within an alert distance
         # the ghosts cover the pairs and the longest bond (plus the last step's motion)
         cutoff = max(2.0 * rmax, bond + 0.5 * list_skin if bond else 0.0) + list_skin

@@ -20,14 +20,14 @@ partners' data prefetched; sphere-plane contacts go one at a time.
 """
 cimport cython
 from cython.parallel cimport prange, threadid
-from libc.math cimport sqrt, isfinite
+from libc.math cimport sqrt, isfinite, cbrt, M_PI
 from vecmath cimport v3, m33, V, vld, vst, mld, mst, vadd, vsub, vscale, vneg, vdot, \
     vcross, mtdot
 from l6geom cimport l6_frame, l6_mid_rates, l6_advance, APPROX_MID_NORMAL, APPROX_MID_TRSF
 from contact_row cimport *
-from laws cimport law_eval, P_NCOLS, P_NORMAL, P_KN0, P_KN1, P_KT_RATIO, P_GAMMA_N, \
+from laws cimport jkr_radius, law_eval, P_NCOLS, P_NORMAL, P_KN0, P_KN1, P_KT_RATIO, P_GAMMA_N, \
     P_ZETA, P_CT_RATIO, P_ESTAR, P_GSTAR, P_MU, P_ROLL_K, P_ROLL_MU, P_TWIST_K, P_TWIST_MU, \
-    P_LIMIT_DAMPING
+    P_LIMIT_DAMPING, P_COHESION, P_WORK, P_COH_K, P_REACH
 from omp cimport pdem_omp_max_threads, pdem_omp_available
 import numpy as np
 
@@ -144,6 +144,7 @@ cdef struct Bodies:
     const double* pair_table
     int n_materials
     bint periodic         # any periodic axis: positions need their images' shift
+    bint sticky           # some pair law keeps contacts beyond touching (JKR: P_REACH)
 
 
 cdef struct Sums:
@@ -160,6 +161,21 @@ cdef struct Block:
     double inp[B_NIN][NB]
     double out[O_NOUT][NB]
     Py_ssize_t k[NB]          # the pairs' indices
+
+
+cdef inline bint held(const double* P, double r1, double r2, double gap) noexcept nogil:
+    """An active contact at the positive gap (distance - r1 - r2; r1 = 0 for a wall)
+    still holds: the law's reach, P_REACH cbrt(R*) (JKR's pull-off distance), exceeds it."""
+    cdef double reff = r2 if r1 == 0.0 else r1 * r2 / (r1 + r2)
+    return P[P_REACH] > 0.0 and gap < P[P_REACH] * cbrt(reff)
+
+
+cdef bint any_reach(const double[:, ::1] pair_table) noexcept:
+    cdef Py_ssize_t i
+    for i in range(pair_table.shape[0]):
+        if pair_table[i, P_REACH] > 0.0:
+            return True
+    return False
 
 
 cdef inline v3 cld(double (*col)[NB], int i, int j) noexcept nogil:
@@ -327,6 +343,7 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
     cdef double* tsum = S.t
     cdef double lx = B.box_len[0], ly = B.box_len[1], lz = B.box_len[2]
     cdef bint periodic = B.periodic
+    cdef bint sticky = B.sticky
     bin = blk.inp
     for k in range(k0, k1):
         if k + PREFETCH_AHEAD < k1:
@@ -358,7 +375,10 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
                    x2.z + (image[3 * b + 2] - image[3 * a + 2]) * lz)
         dist2 = vdot(x2, x2)
         rs = radius[a] + radius[b]
-        if dist2 >= rs * rs:
+        if dist2 >= rs * rs and not (
+                sticky and active[k] and held(B.pair_table + (B.material[a] * B.n_materials
+                                                             + B.material[b]) * P_NCOLS,
+                                              radius[a], radius[b], sqrt(dist2) - rs)):
             active[k] = 0
             continue
         blk.k[nb] = k
@@ -430,6 +450,7 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
     B.pair_table = &pair_table[0, 0]
     B.n_materials = n_materials
     B.periodic = periodic
+    B.sticky = any_reach(pair_table)
     S.owner1 = &owner1[0] if sums else NULL
     S.owner2 = &owner2[0] if sums else NULL
     S.f = &f_out[0, 0] if sums and f_out.shape[0] else NULL
@@ -465,13 +486,15 @@ def sphere_plane(const int[::1] particle, const int[::1] plane,
     cdef v3 x2, n
     cdef double d, un, ratio, r
     cdef double[:, ::1] worst = _worst_init(nt)
+    cdef bint sticky = any_reach(pair_table)
     for k in prange(m, nogil=True, schedule='static', num_threads=nt):
         p = particle[k]
         w = plane[k]
         r = radius[p]
         n = vld(&plane_normal[w, 0])
         d = vdot(vsub(vld(&pos[p, 0]), vld(&plane_point[w, 0])), n)
-        if d >= r:
+        if d >= r and not (sticky and active[k] and held(
+                &pair_table[plane_material[w] * n_materials + material[p], 0], 0.0, r, d - r)):
             active[k] = 0
             continue
         un = d - r
@@ -676,7 +699,16 @@ def law_columns():
                 gamma_n=P_GAMMA_N, zeta=P_ZETA, ct_ratio=P_CT_RATIO, estar=P_ESTAR,
                 gstar=P_GSTAR, mu=P_MU, roll_k=P_ROLL_K, roll_mu=P_ROLL_MU,
                 twist_k=P_TWIST_K, twist_mu=P_TWIST_MU, limit_damping=P_LIMIT_DAMPING,
+                cohesion=P_COHESION, work=P_WORK, coh_k=P_COH_K, reach=P_REACH,
                 ncols=P_NCOLS)
+
+
+def jkr_force(double d, double r_eff, double estar, double w):
+    """(a, F_e) of the law's JKR branch at the signed overlap d (laws.pxd jkr_radius),
+    for tests of the kernel's solve alone."""
+    cdef double reach = 0.75 * cbrt((M_PI * w / estar) ** 2) if w > 0 else 0.0
+    cdef double a = jkr_radius(d, r_eff, estar, w, reach)
+    return a, 4.0 * estar * a ** 3 / (3.0 * r_eff) - sqrt(8.0 * M_PI * w * estar * a ** 3)
 
 
 def hertz_restitution(double zeta, double floor=1e-9, double h=2e-5):

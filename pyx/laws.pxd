@@ -14,8 +14,19 @@
 #   c = 2 zeta_h sqrt(m* S) (Tsuji et al. 1992 form) with zeta_h solved so that the
 #   restitution of a normal impact equals the input e (pdem.materials).
 # Rolling / twisting: M = -k (phi - phi0), k = coef k_t R*^2, |M| <= mu_r R* F_n.
+# Cohesion (docs/laws.md; W the work of adhesion, d the signed overlap):
+#   DMT (Derjaguin, Muller & Toporov 1975): F_n - 2 pi W R* while d >= 0.
+#   JKR (Johnson, Kendall & Roberts 1971; Johnson, Contact Mechanics 5.5): contact radius a
+#     from d = a^2/R* - sqrt(2 pi W a / E*) on the stable branch, elastic force
+#     4 E* a^3 / (3 R*) - sqrt(8 pi W E* a^3), stiffnesses S = 2 E* a, k_t = 8 G* a; the
+#     contact lives on in tension down to d_c = -(3/4) (pi^2 W^2 R* / E*^2)^(1/3) (the
+#     kernels keep an active pair to that separation: P_REACH). Coulomb limit
+#     mu |F_e + 3 pi W R*| (LAMMPS pair granular: |F_ne + 2 F_pulloff|).
+#   linear: - k_c A, A = 2 pi R* d (the overlap circle's area to first order in d;
+#     LIGGGHTS cohesion sjkr). Coulomb limit mu (repulsive part + k_c A), as for DMT
+#     mu (repulsive part + 2 pi W R*): cohesion presses the surfaces together.
 from vecmath cimport v3, V
-from libc.math cimport sqrt
+from libc.math cimport sqrt, cbrt, M_PI
 
 cdef enum:
     P_NORMAL = 0        # 0 Hooke, 1 Hertz
@@ -33,7 +44,51 @@ cdef enum:
     P_TWIST_K = 12
     P_TWIST_MU = 13
     P_LIMIT_DAMPING = 14  # 1: the normal force never pulls (cut at zero)
-    P_NCOLS = 15
+    P_COHESION = 15     # COH_NONE, COH_DMT, COH_JKR, COH_LINEAR
+    P_WORK = 16         # W, work of adhesion (DMT, JKR)
+    P_COH_K = 17        # k_c, cohesion energy density (linear)
+    P_REACH = 18        # JKR: |d_c| = P_REACH cbrt(R*), the separation that breaks a contact
+    P_NCOLS = 19
+
+cdef enum:
+    COH_NONE = 0
+    COH_DMT = 1
+    COH_JKR = 2
+    COH_LINEAR = 3
+
+
+cdef inline double jkr_radius(double d, double r_eff, double estar, double w,
+                              double reach) noexcept nogil:
+    """JKR contact radius a of the signed overlap d (Johnson 1985, 5.5): with s = sqrt(a),
+    g(s) = s^4 / R* - c s - d = 0, c = sqrt(2 pi W / E*), on the stable branch s >= s_m =
+    (c R* / 4)^(1/3) (g' = 0 there: the separation d_c). g is convex and increasing above
+    s_m, so Newton from s0 >= the root, s0 = max((2 c R*)^(1/3), (2 R* d)^(1/4)) (g(s0) >= 0),
+    decreases monotonically to it; iterating until s stops decreasing gives the root to
+    rounding. At or beyond d_c: a(d_c)."""
+    cdef double c = sqrt(2.0 * M_PI * w / estar)
+    cdef double sm = cbrt(0.25 * c * r_eff), s, sn, g, dg
+    cdef int it
+    if d <= -reach * cbrt(r_eff):
+        return sm * sm
+    s = cbrt(2.0 * c * r_eff)
+    if d > 0.0:
+        sn = sqrt(sqrt(2.0 * r_eff * d))
+        if sn > s:
+            s = sn
+    if s <= 0.0:
+        return 0.0
+    for it in range(100):
+        g = s * s * s * s / r_eff - c * s - d
+        dg = 4.0 * s * s * s / r_eff - c
+        if g <= 0.0 or dg <= 0.0:
+            break
+        sn = s - g / dg
+        if sn < sm:
+            sn = sm
+        if not (sn < s):
+            break
+        s = sn
+    return s * s
 
 
 cdef inline double law_eval(const double* P, double m_eff, double r_eff,
@@ -43,9 +98,25 @@ cdef inline double law_eval(const double* P, double m_eff, double r_eff,
     Returns the normal force (>= 0 when repulsive), used by the caller for diagnostics."""
     cdef double d = -(u.x - u0[0].x)          # overlap
     cdef double kn, kt, cn, ct, fn, fs_y, fs_z, fs2, cap, ratio, sqrt_rd, k, my, mz, mx
+    cdef double fc, a, fe, d_signed = d
+    cdef int coh = <int>P[P_COHESION]
     if d < 0.0:
         d = 0.0
-    if P[P_NORMAL] == 0.0:
+    if coh == COH_JKR:
+        # JKR (needs the Hertz law's E*, G*): the stiffnesses of Hertz at the JKR radius
+        a = jkr_radius(d_signed, r_eff, P[P_ESTAR], P[P_WORK], P[P_REACH])
+        kt = 8.0 * P[P_GSTAR] * a
+        cn = 2.0 * P[P_ZETA] * sqrt(m_eff * 2.0 * P[P_ESTAR] * a)
+        ct = 2.0 * P[P_ZETA] * sqrt(m_eff * kt)
+        fe = 4.0 * P[P_ESTAR] * a * a * a / (3.0 * r_eff) \
+            - sqrt(8.0 * M_PI * P[P_WORK] * P[P_ESTAR] * a * a * a)
+        fn = fe - cn * udot.x
+        if P[P_LIMIT_DAMPING] != 0.0 and fn < fe and fn < 0.0:
+            fn = fe if fe < 0.0 else 0.0          # the damping never adds tension
+        fc = fe + 3.0 * M_PI * P[P_WORK] * r_eff  # F_e + 2 F_pulloff (LAMMPS)
+        if fc < 0.0:
+            fc = -fc
+    elif P[P_NORMAL] == 0.0:
         kn = P[P_KN0] + P[P_KN1] * r_eff
         kt = P[P_KT_RATIO] * kn
         cn = m_eff * P[P_GAMMA_N]
@@ -59,13 +130,24 @@ cdef inline double law_eval(const double* P, double m_eff, double r_eff,
         cn = 2.0 * P[P_ZETA] * sqrt(m_eff * 2.0 * P[P_ESTAR] * sqrt_rd)
         ct = 2.0 * P[P_ZETA] * sqrt(m_eff * kt)
         fn = (4.0 / 3.0) * P[P_ESTAR] * sqrt_rd * d - cn * udot.x
-    if P[P_LIMIT_DAMPING] != 0.0 and fn < 0.0:
-        fn = 0.0
+    if coh != COH_JKR:
+        if P[P_LIMIT_DAMPING] != 0.0 and fn < 0.0:
+            fn = 0.0
+        fc = fn if fn > 0.0 else 0.0              # the force the Coulomb limit sees
+        if coh == COH_DMT:
+            # Coulomb limit |F_ne + 2 F_pulloff| (LAMMPS) = the repulsive part + 2 pi W R*
+            fc = fc + 2.0 * M_PI * P[P_WORK] * r_eff
+            fn = fn - 2.0 * M_PI * P[P_WORK] * r_eff
+        elif coh == COH_LINEAR:
+            # as LIGGGHTS' default (tangential_reduce off): the limit sees the pull too
+            a = P[P_COH_K] * 2.0 * M_PI * r_eff * d
+            fc = fc + a
+            fn = fn - a
     # tangential spring-dashpot with Coulomb cap on the total tangential force
     fs_y = -kt * (u.y - u0[0].y) - ct * udot.y
     fs_z = -kt * (u.z - u0[0].z) - ct * udot.z
     fs2 = fs_y * fs_y + fs_z * fs_z
-    cap = P[P_MU] * (fn if fn > 0.0 else 0.0)
+    cap = P[P_MU] * fc
     if fs2 > cap * cap:
         if fs2 > 0.0:
             ratio = cap / sqrt(fs2)
@@ -84,7 +166,7 @@ cdef inline double law_eval(const double* P, double m_eff, double r_eff,
         k = P[P_ROLL_K] * kt * r_eff * r_eff
         my = -k * (phi.y - phi0[0].y)
         mz = -k * (phi.z - phi0[0].z)
-        cap = P[P_ROLL_MU] * r_eff * (fn if fn > 0.0 else 0.0)
+        cap = P[P_ROLL_MU] * r_eff * fc
         fs2 = my * my + mz * mz
         if fs2 > cap * cap:
             ratio = cap / sqrt(fs2) if fs2 > 0.0 else 0.0
@@ -96,7 +178,7 @@ cdef inline double law_eval(const double* P, double m_eff, double r_eff,
     if P[P_TWIST_K] > 0.0:
         k = P[P_TWIST_K] * kt * r_eff * r_eff
         mx = -k * (phi.x - phi0[0].x)
-        cap = P[P_TWIST_MU] * r_eff * (fn if fn > 0.0 else 0.0)
+        cap = P[P_TWIST_MU] * r_eff * fc
         if mx * mx > cap * cap:
             mx = cap if mx > 0.0 else -cap
             if k > 0.0:

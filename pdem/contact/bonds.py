@@ -207,6 +207,14 @@ class BondContacts(TwoBodyRows):
         self.attach(self.sim.store.id[:self.sim.store.n_own])
         self.any = True
 
+    def forget(self, ids):
+        """Drop the bonds of removed particles (ids: on every rank alike)."""
+        if not self.any or len(ids) == 0:
+            return
+        b = self.batch
+        gone = np.isin(keys.particle(b.key), ids) | np.isin(keys.partner(b.key), ids)
+        b.active[gone] = 0
+
     def existing(self, key):
         """Whether each key is an intact or forming bond of this rank."""
         return np.isin(key, self.batch.key[self.batch.active != 0])

@@ -8,10 +8,12 @@ Layout (version 6): root attributes hold the scalars (step, time, clock_t0, cloc
 dt, skin, flags, next id, options) and JSON of the domain, materials, pair overrides,
 time-stepping scheme ({"name", "options"}: pdem.scheme.from_description) and bonds (bond
 materials, the longest bond), `events_fired` (JSON: names of the once-events that have
-fired, pdem/events.py); `bonds_broken/<field>` the record of broken bonds;
-`planes/{point,normal,vel,material}`; `segments/{a,b,material}` and
-`points/{a,b,material}` (2D boundary segments and points, a == b);
-`region_walls/{material,<i>}` (level-set walls, each region pickled);
+fired, pdem/events.py), `motions` (JSON: the wall motion laws, pdem/motion.py),
+`insertions` (JSON: the progress of each insertion by name, pdem/insertion.py);
+`bonds_broken/<field>` the record of broken bonds; `planes/{point,normal,vel,material}`;
+`external/{ids,force,torque}` the external loads (pdem/editing.py);
+`segments/{a,b,material}` and `points/{a,b,material}` (2D boundary segments and points,
+a == b); `region_walls/{material,<i>}` (level-set walls, each region pickled);
 `particles/<field>` for every field of pdem.particles.FIELDS plus `build_pos`, the
 position at the last neighbor build (rows in no particular order; ids stored);
 `interactions/<kind>/{key,active,state}` for every interaction kind (pdem.contact.kinds:
@@ -90,6 +92,9 @@ def write(sim, path):
         bonds = sim.interactions["bond"]
         a["bonds"] = bonds.describe()
         a["events_fired"] = json.dumps(sorted(sim.events.fired))   # once-events (pdem/events.py)
+        a["motions"] = json.dumps(sim.motions.describe())           # wall motion laws
+        a["insertions"] = json.dumps({**sim.insertion_states,          # insertion progress
+                                      **{k: v.state for k, v in sim.insertions.items()}})
         dom = sim.domain
         a["domain"] = json.dumps({"lo": dom.lo.tolist(), "hi": dom.hi.tolist(),
                                   "periodic": list(dom.periodic), "dim": dom.dim})
@@ -99,6 +104,8 @@ def write(sim, path):
         planes = f.create_group("planes")
         for name in ("point", "normal", "vel", "material"):
             planes.create_dataset(name, data=getattr(sim.planes, name))  # identical on all ranks
+        for name in ("ids", "force", "torque"):          # identical on all ranks too
+            f.create_dataset("external/" + name, data=getattr(sim.external, name))
         for group in ("segments", "points"):
             for name in ELEMENT_FIELDS:
                 f.create_dataset(group + "/" + name, data=getattr(getattr(sim, group), name))
@@ -198,12 +205,17 @@ def read(path, simulation, comm=None, threads=None, dims=None):
             sim.pair(i, j, **params)
         for name in ("point", "normal", "vel", "material"):
             setattr(sim.planes, name, f["planes/" + name][...])
+        if "external" in f:
+            for name in ("ids", "force", "torque"):
+                setattr(sim.external, name, f["external/" + name][...])
         for group in ("segments", "points"):
             for name in ELEMENT_FIELDS:
                 setattr(getattr(sim, group), name, np.ascontiguousarray(f[group + "/" + name][...]))
         sim.mesh_walls.load(f["mesh_walls"])
         if "region_walls" in f:
             sim.region_walls.load(f["region_walls"])
+        sim.motions.restore(json.loads(a["motions"]) if "motions" in a else [])
+        sim.insertion_states = json.loads(a["insertions"]) if "insertions" in a else {}
         # the record of breaks goes to rank 0 (it is output, not state)
         sim.interactions["bond"].restore(a["bonds"], {
             k: f["bonds_broken/" + k][...] if comm.rank == 0 else f["bonds_broken/" + k][:0]

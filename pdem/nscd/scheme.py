@@ -100,6 +100,8 @@ class NSCD(Scheme):
             self.tol = 1e-2 * g * sim.dt ** 2 if g > 0 else (
                 2e-4 * rmin if math.isfinite(rmin) else 1e-9)
         if self.alert is None:
+            if sim.skin is None:                # no particles yet: decided later
+                return 0.0
             self.alert = sim.skin
         return self.alert
 

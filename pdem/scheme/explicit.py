@@ -24,7 +24,21 @@ class Explicit(Scheme):
     """Explicit DEM: forces at t from every interaction kind, then the kick."""
     name = "explicit"
 
+    def reach(self, sim, radius):
+        """Distance added to the Verlet skin: a JKR contact holds in tension down to the
+        pull-off distance |d_c| = reach cbrt(R*) (pyx/laws.pxd), so the lists and ghosts
+        must see pairs that far apart (R* <= r_max; collective, only when a pair law has
+        a reach: every rank has the same table)."""
+        if not sim.materials.materials:
+            return 0.0
+        reach = sim.materials.table()[:, COL["reach"]]
+        if not np.any(reach > 0.0):
+            return 0.0
+        rmax = sim.collective.max(float(radius.max()) if len(radius) else 0.0)
+        return float(np.nanmax(reach)) * rmax ** (1.0 / 3.0)
+
     def check(self, sim):
+        check_mesh_cohesion(sim)
         if sim.check_timestep:
             check_timestep(sim)
 
@@ -77,6 +91,32 @@ def check_pair_laws(sim, i1, i2):
     for c in np.unique(st.material[i1].astype(np.int64) * n + st.material[i2]):
         if not np.isfinite(table[c, 0]):
             mats.row(mats.materials[c // n], mats.materials[c % n])   # raises
+
+
+def check_mesh_cohesion(sim):
+    """Refuse JKR cohesion between particles and a mesh wall: facet contacts (with their
+    associative proximity sets) end at zero overlap, so JKR's tensile branch down to the
+    pull-off distance would be cut off. Collective when such a pair exists."""
+    walls = np.unique(sim.mesh_walls.wall_material)
+    mats = sim.materials
+    n = len(mats.materials)
+    if not len(walls) or n == 0:
+        return
+    table = mats.table()
+    jkr = [(i, int(w)) for w in walls for i in range(n)
+           if table[w * n + i, COL["cohesion"]] == 2]
+    if not jkr:
+        return
+    st = sim.store
+    present = np.zeros(n)
+    present[np.unique(st.material[:st.n_own])] = 1.0
+    present = sim.collective.max(present)
+    for i, w in jkr:
+        if present[i]:
+            raise InputError("pair (%r, %r): cohesion 'jkr' is not available against mesh walls "
+                             "(facet contacts end at zero overlap); use cohesion 'dmt' or "
+                             "'linear' for this pair" % (mats.materials[i].name,
+                                                          mats.materials[w].name))
 
 
 def check_timestep(sim):
