@@ -404,17 +404,19 @@ def info(args):
             [bool(p) for p in (a["periodic"] if kind == "pdem-frames" else _json(a["domain"])["periodic"])],
             a["dim"] if kind == "pdem-frames" else _json(a["domain"])["dim"])
         if kind == "pdem checkpoint":
+            kinds = [k for k in KINDS if k.contact and k.name in f["interactions"]]
             out += [("kind", "checkpoint (version %d)" % a["version"]),
                     ("step", int(a["step"])), ("time", "%.9g" % a["time"]), ("dt", "%.6g" % a["dt"]),
                     ("particles", len(f["particles/id"])),
                     ("contacts", "%d (%s)" % (
-                        sum(len(f["interactions"][k.name]["key"]) for k in KINDS if k.contact),
+                        sum(len(f["interactions"][k.name]["key"]) for k in kinds),
                         ", ".join("%d %s" % (len(f["interactions"][k.name]["key"]), k.name)
-                                  for k in KINDS if k.contact))),
+                                  for k in kinds))),
                     ("bonds", "%d intact, %d broken" % (len(f["interactions/bond/key"]),
                                                         len(f["bonds_broken/id1"]))),
                     ("planes", len(f["planes/point"])),
                     ("segments, points", "%d, %d" % (len(f["segments/a"]), len(f["points/a"]))),
+                    ("region walls", len(f["region_walls/material"]) if "region_walls" in f else 0),
                     ("mesh walls", ", ".join("%s (%d facets)" % (w["name"], len(
                         f["mesh_walls/%d/facets" % i])) for i, w in enumerate(
                         _json(f["mesh_walls"].attrs["walls"]))) or "none"),

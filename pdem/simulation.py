@@ -27,6 +27,7 @@ from .contact.flags import APPROX, NO_RATCH
 from .contact.kinds import KINDS, Build, owned_index
 from .contact.mesh import Mesh
 from .contact.mesh_walls import DEFAULT_CUTOFF_DEGREES, MeshWalls
+from .contact.region_walls import RegionWalls
 from .contact.wall_motion import RigidMotion
 from .contact.walls import Planes, Segments
 from .domain import Domain
@@ -122,6 +123,7 @@ class Simulation:
         self.segments = Segments()               # 2D boundary segments (seed 003)
         self.points = Segments()                 # 2D zero-radius boundary points
         self.mesh_walls = MeshWalls()
+        self.region_walls = RegionWalls()        # level-set containers (seed 002)
         self.store = ParticleStore()
         self.interactions = {cls.name: cls(self) for cls in KINDS}
         self.box_length = np.ascontiguousarray(domain.length)
@@ -379,6 +381,23 @@ class Simulation:
         self._scene_changed()
         self._checked_dt = False
         return idx
+
+    def add_region_wall(self, region, material):
+        """Add a level-set wall: particles are kept inside `region` (a pdem region, f <= 0
+        inside, whose |f| does not exceed the distance to its boundary) by seed 002's
+        relaxation taken as a contact: overlap (1 + |d0| / (d0 - d1)) r (f + r for a
+        signed distance), normal -grad f / |grad f|, the plane law of the material pair
+        (pdem/contact/region_walls.py). Returns the wall index. Collective."""
+        self.collective.same("add_region_wall", region=type(region).__name__, material=material)
+        m = self.materials.get(material)
+        idx = self.region_walls.add(region, m.index)
+        self._scene_changed()
+        self._checked_dt = False
+        return idx
+
+    def region_wall_forces(self):
+        """Force ON each region wall, (n_walls, 3), summed over ranks (collective)."""
+        return self.interactions["region"].loads()
 
     # ---------------------------------------------------------------- bonds
     def bond_material(self, name, kn, ks, tensile_strength, shear_strength=None, cohesion=None,
@@ -867,8 +886,8 @@ class Simulation:
     def contacts(self, gather=False):
         """Active contacts, each on one rank (the owner of id1, or of a wall contact's
         particle; gather=True: all, on every rank; collective), ordered by kind ("pair",
-        "plane", "mesh", "segment", "point": pdem.contact.kinds.KINDS), wall (the wall
-        element's index, -1 for pairs), id1 (-1 for walls), id2. Force and torque
+        "plane", "mesh", "segment", "point", "region": pdem.contact.kinds.KINDS), wall
+        (the wall element's index, -1 for pairs), id1 (-1 for walls), id2. Force and torque
         act on id2; u, phi, u0, phi0: L6Geom displacements and shifted origins (local
         axes, u_x < 0 in overlap); normal: the local x axis, towards id2."""
         kinds = [k for k in self.interactions.values() if k.contact]

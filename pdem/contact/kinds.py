@@ -496,3 +496,4 @@ class PointContacts(FootContacts):
 
 
 from .bonds import BondContacts  # noqa: E402,F401  (registered last: its sums come last)
+from .region_walls import RegionWallContacts  # noqa: E402,F401  (after bonds: no old sum moves)

@@ -4,22 +4,23 @@ One HDF5 file written collectively (h5py `mpio` driver) to `<path>.tmp` and rena
 to `<path>` by rank 0 only once every rank has closed it, so a crash or a full disk
 never destroys the previous good checkpoint.
 
-Layout (version 5): root attributes hold the scalars (step, time, clock_t0, clock_step0, dt, skin, flags,
-next id, options) and JSON of the domain, materials, pair overrides, time-stepping
-scheme ({"name", "options"}: pdem.scheme.from_description) and bonds (bond materials,
-the longest bond), `events_fired` (JSON: names of the once-events that have fired,
-pdem/events.py), `motions` (JSON: the wall motion laws, pdem/motion.py), `insertions` (JSON: the
-progress of each insertion by name, pdem/insertion.py); `bonds_broken/<field>` the record of broken bonds;
-`planes/{point,normal,vel,material}`; `external/{ids,force,torque}` the external loads
-(pdem/editing.py); `segments/{a,b,material}` and
-`points/{a,b,material}` (2D boundary segments and points, a == b); `particles/<field>` for every field of
-pdem.particles.FIELDS plus `build_pos`, the position at the last neighbor build
-(rows in no particular order; ids stored); `interactions/<kind>/{key,active,state}`
-for every interaction kind (pdem.contact.kinds: pair, plane, mesh, ...), the active
-contact rows (L6Geom state and law history) keyed as pdem.contact.keys says, each
-contact written once (by the rank owning its first particle), with the row layout
-and the key layout as attributes; `mesh_walls/<i>/...` the mesh
-walls (current and build-time vertices, normals, flags, motion state: see
+Layout (version 6): root attributes hold the scalars (step, time, clock_t0, clock_step0,
+dt, skin, flags, next id, options) and JSON of the domain, materials, pair overrides,
+time-stepping scheme ({"name", "options"}: pdem.scheme.from_description) and bonds (bond
+materials, the longest bond), `events_fired` (JSON: names of the once-events that have
+fired, pdem/events.py), `motions` (JSON: the wall motion laws, pdem/motion.py),
+`insertions` (JSON: the progress of each insertion by name, pdem/insertion.py);
+`bonds_broken/<field>` the record of broken bonds; `planes/{point,normal,vel,material}`;
+`external/{ids,force,torque}` the external loads (pdem/editing.py);
+`segments/{a,b,material}` and `points/{a,b,material}` (2D boundary segments and points,
+a == b); `region_walls/{material,<i>}` (level-set walls, each region pickled);
+`particles/<field>` for every field of pdem.particles.FIELDS plus `build_pos`, the
+position at the last neighbor build (rows in no particular order; ids stored);
+`interactions/<kind>/{key,active,state}` for every interaction kind (pdem.contact.kinds:
+pair, plane, mesh, ...), the active contact rows (L6Geom state and law history) keyed as
+pdem.contact.keys says, each contact written once (by the rank owning its first
+particle), with the row layout and the key layout as attributes; `mesh_walls/<i>/...`
+the mesh walls (current and build-time vertices, normals, flags, motion state: see
 pdem.contact.mesh_walls.MeshWalls.save).
 
 Bitwise continuation: positions are stored unwrapped and `build_pos` keeps the
@@ -49,8 +50,9 @@ from ..particles import FIELDS
 from ..scheme import from_description
 from .frames import collective_transfer, row_offsets, write_slab
 
-VERSION = 5         # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bit id keys;
-                    # 4: 2D boundary segments and points; 5: bonds
+VERSION = 6         # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bit id keys;
+                    # 4: 2D boundary segments and points; 5: bonds; 6: region walls
+READS = (5, 6)      # a version 5 file has no region walls (none are read)
 ELEMENT_FIELDS = ("a", "b", "material")      # pdem.contact.walls.Segments
 ROW_LAYOUT = json.dumps({"columns": COLUMNS, "ncols": NCOLS, "key_bits": keys.BITS})
 CHUNK = 1 << 20                     # rows read at a time on restart
@@ -108,6 +110,7 @@ def write(sim, path):
             for name in ELEMENT_FIELDS:
                 f.create_dataset(group + "/" + name, data=getattr(getattr(sim, group), name))
         sim.mesh_walls.save(f.create_group("mesh_walls"))
+        sim.region_walls.save(f.create_group("region_walls"))
         broken = f.create_group("bonds_broken")
         for name, rows in bonds.broken.items():
             _write_rows(broken, name, rows, comm)
@@ -145,15 +148,16 @@ def _open(path, comm):
     if f is not None:
         if f.attrs.get("format") != "pdem checkpoint":
             problem = "%r is not a pdem checkpoint" % (path,)
-        elif f.attrs.get("version") != VERSION:
-            problem = ("%r is a pdem checkpoint of format version %s; this pdem reads version "
-                       "%d only" % (path, f.attrs.get("version"), VERSION))
+        elif f.attrs.get("version") not in READS:
+            problem = ("%r is a pdem checkpoint of format version %s; this pdem reads versions "
+                       "%s" % (path, f.attrs.get("version"), READS))
         else:
             need = ["planes/" + k for k in ("point", "normal", "vel", "material")] + \
                 ["%s/%s" % (g, k) for g in ("segments", "points") for k in ELEMENT_FIELDS] + \
                 ["particles/" + k for k in list(FIELDS) + ["build_pos"]] + \
                 ["interactions/%s/%s" % (c.name, k) for c in KINDS
-                 for k in ("key", "active", "state")] + ["mesh_walls"] + \
+                 for k in ("key", "active", "state") if c.name != "region" or
+                 f.attrs["version"] >= 6] + ["mesh_walls"] + \
                 ["bonds_broken/" + k for k in BROKEN_FIELDS]
             missing = [k for k in need if k not in f]
             counts = {len(f["particles/" + k]) for k in list(FIELDS) + ["build_pos"]
@@ -208,6 +212,8 @@ def read(path, simulation, comm=None, threads=None, dims=None):
             for name in ELEMENT_FIELDS:
                 setattr(getattr(sim, group), name, np.ascontiguousarray(f[group + "/" + name][...]))
         sim.mesh_walls.load(f["mesh_walls"])
+        if "region_walls" in f:
+            sim.region_walls.load(f["region_walls"])
         sim.motions.restore(json.loads(a["motions"]) if "motions" in a else [])
         sim.insertion_states = json.loads(a["insertions"]) if "insertions" in a else {}
         # the record of breaks goes to rank 0 (it is output, not state)
@@ -234,6 +240,8 @@ def read(path, simulation, comm=None, threads=None, dims=None):
         # contact rows with a particle this rank owns (a wall's partner is no particle)
         ids = np.sort(own["id"])
         for name, kind in sim.interactions.items():
+            if "interactions/" + name not in f:      # region rows in a version 5 file
+                continue
             g = f["interactions/" + name]
             rows = {"key": [], "active": [], "state": []}
             for start, key in _chunks(g["key"]):

@@ -47,9 +47,9 @@ from .solve import ContactSolve, exchange_ghost_velocities
 SOLVERS = ("nlgs", "jacobi")
 NORMAL_RULES = ("seed", "projected")
 # contact codes of the solver: seed 003's numbering (pyx/nscd.pyx), by interaction kind
-CODES = {"pair": 0, "segment": 1, "point": 2, "plane": 3, "mesh": 4}
+CODES = {"pair": 0, "segment": 1, "point": 2, "plane": 3, "mesh": 4, "region": 5}
 PAIR = CODES["pair"]
-WALL_NAMES = {1: "segment", 2: "point", 3: "plane", 4: "mesh facet"}
+WALL_NAMES = {1: "segment", 2: "point", 3: "plane", 4: "mesh facet", 5: "region wall"}
 
 
 @register
