@@ -337,7 +337,8 @@ def run(args):
         periods = [e for e in (args.output_every, thermo, args.checkpoint_every) if e]
         while sim.step_count < target:
             now = sim.step_count
-            sim.run(steps=min([target] + [now + e - now % e for e in periods]) - now)
+            sim.run(steps=min([target] + [now + e - now % e for e in periods]) - now,
+                    progress=False)      # the thermo lines (or the bar) say it
             s = sim.step_count
             if args.output_every and s % args.output_every == 0:
                 rf.write_frame()

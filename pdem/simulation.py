@@ -14,6 +14,7 @@ owns. Errors found on one rank are raised on all ranks (no hang).
 """
 import numbers
 import signal
+import sys
 import time
 
 import numpy as np
@@ -32,7 +33,7 @@ from .contact.wall_motion import RigidMotion
 from .contact.walls import Planes, Segments
 from .domain import Domain
 from .errors import InputError, SimulationError
-from .events import Events
+from .events import Events, Progress
 from .motion import WallMotions
 from .lost_particles import handle_lost
 from .materials import MaterialTable
@@ -614,14 +615,23 @@ class Simulation:
         self._checked_dt = False
 
     # ---------------------------------------------------------------- running
-    def run(self, steps=None, until=None):
+    def run(self, steps=None, until=None, progress=None):
         """Advance by `steps` steps or until time `until` (the first step whose time
-        reaches until - dt/2), or until an event calls `stop()`."""
+        reaches until - dt/2), or until an event calls `stop()`. progress: a line with
+        the step, time and time left on rank 0, refreshed every second (None: when
+        rank 0's standard output is a terminal)."""
         self.stopped = False
-        for _ in range(validate.steps_to_run(steps, until, self.time, self.dt)):
+        n = validate.steps_to_run(steps, until, self.time, self.dt)
+        show = Progress(self, n) if progress or (progress is None and self.rank == 0 and
+                                                 sys.stdout.isatty()) else None
+        for _ in range(n):
             self.step()
+            if show:
+                show.update()
             if self.stopped:
                 break
+        if show:
+            show.close()
 
     def stop(self):
         """End the current run after this step (from an event's callback, on every
