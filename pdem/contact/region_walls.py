@@ -23,10 +23,10 @@ import pickle
 
 import numpy as np
 
-from .._kernels import contacts as ck, levelset as lk
+from .._kernels import levelset as lk
 from ..errors import InputError
 from . import keys
-from .kinds import WallContacts, overlap_message, register
+from .kinds import TangentPlaneContacts, register
 from .store import ContactBatch
 
 
@@ -73,10 +73,10 @@ class RegionWalls:
 
 
 @register
-class RegionWallContacts(WallContacts):
+class RegionWallContacts(TangentPlaneContacts):
     """Owned particles within the skin of a region wall (Simulation.add_region_wall)."""
     name = "region"
-    in_pass = True
+    label = "region wall"
 
     def n_elements(self):
         return len(self.sim.region_walls)
@@ -123,26 +123,5 @@ class RegionWallContacts(WallContacts):
         lk.wall_planes(x, r, d0, d1, normal, point, inward, gap, sim.threads)
         return point, inward, gap
 
-    def gaps(self, alert):
-        _, inward, gap = self.planes()
-        k = np.flatnonzero(gap < alert)
-        return (k, inward[k], gap[k], np.zeros((len(k), 3)),
-                self.sim.region_walls.material[self.batch.i2[k]])
-
-    def compute(self, table, nmat, f, t):
-        sim, b = self.sim, self.batch
-        if len(b) == 0:
-            return None
-        st = sim.store
-        point, inward, _ = self.planes()
-        rows = np.arange(len(b), dtype=np.int32)
-        sums = (b.i1, f, t) if f is not None else ()
-        ratio, k = ck.sphere_plane(b.i1, rows, st.pos, st.vel, st.angvel, st.radius, st.mass,
-                                   st.material, point, inward, np.zeros((len(b), 3)),
-                                   sim.region_walls.material[b.i2], table, nmat, sim.dt,
-                                   sim.flags, b.active, b.state, sim.threads, *sums)
-        if k >= 0 and not (ratio <= sim.max_overlap):
-            p = b.i1[k]
-            return overlap_message(sim, ratio, "particle %d and region wall %d"
-                                   % (st.id[p], b.i2[k]), st.radius[p])
-        return None
+    def element_materials(self, element):
+        return self.sim.region_walls.material[element]
