@@ -3,6 +3,8 @@ from .contact.mesh import Mesh
 from .domain import Domain
 from .errors import InputError, SimulationError, TimeStepWarning
 from .materials import Material
+from .motion import Ramp, Servo, Sine, Table
+from . import sizes
 from .nscd.scheme import NSCD
 from .packing import Packing, pack
 from .regions import (Box, Cone, Cylinder, FunctionRegion, HalfSpace, MeshRegion, Region, Sphere,
@@ -13,6 +15,7 @@ from .threads import openmp_available, thread_count
 
 __version__ = "0.1.0"
 __all__ = ["Domain", "Mesh", "Simulation", "Material", "Explicit", "NSCD", "InputError", "SimulationError", "TimeStepWarning",
+           "Sine", "Ramp", "Table", "Servo", "sizes",
            "CheckpointExit", "restart", "openmp_available", "thread_count",
            "pack", "Packing", "Region", "HalfSpace", "Sphere", "Box", "Cylinder", "Cone", "Torus",
            "FunctionRegion", "MeshRegion", "relax", "relax_step"]

@@ -187,7 +187,7 @@ class Log:
         self.header = False
         self.removed = sim.lost == "remove"  # a column of particles removed so far
 
-    def thermo(self, n_particles, n_contacts, kinetic):
+    def thermo(self, n_particles, n_contacts, kinetic, loads=None):
         s = self.sim.step_count
         wall = time.perf_counter() - self.clock
         done, left = s - self.start, self.target - s
@@ -206,14 +206,17 @@ class Log:
         stats = dict(self.sim.scheme.stats())              # e.g. NSCD's sweeps of the last step
         if self.removed:
             stats["removed"] = self.sim.n_removed
+        stats.update(loads or {})                            # driven walls' loads
         if not self.header:
             print("%10s %13s %10s %9s %12s %11s %9s" % ("step", "time", "particles", "contacts",
                                                       "kinetic", "p-steps/s", "left")
-                  + "".join(" %7s" % name.replace("solver_", "") for name in stats))
+                  + "".join((" %7s" if isinstance(v, (int, np.integer)) else " %11s")
+                            % name.replace("solver_", "") for name, v in stats.items()))
             self.header = True
         print("%10d %13.6e %10d %9d %12.5e %11.4g %9s" % (s, self.sim.time, n_particles, n_contacts,
                                                         kinetic, rate, eta)
-              + "".join(" %7d" % v for v in stats.values()), flush=True)
+              + "".join(" %7d" % v if isinstance(v, (int, np.integer)) else " %11.4e" % v
+                        for v in stats.values()), flush=True)
 
     def timing(self):
         """Seconds per phase of this run (min / avg / max over ranks) and their share
@@ -334,7 +337,8 @@ def run(args):
         periods = [e for e in (args.output_every, thermo, args.checkpoint_every) if e]
         while sim.step_count < target:
             now = sim.step_count
-            sim.run(steps=min([target] + [now + e - now % e for e in periods]) - now)
+            sim.run(steps=min([target] + [now + e - now % e for e in periods]) - now,
+                    progress=False)      # the thermo lines (or the bar) say it
             s = sim.step_count
             if args.output_every and s % args.output_every == 0:
                 rf.write_frame()
@@ -342,7 +346,7 @@ def run(args):
             if s % thermo == 0 or s == target:
                 rf.write_series()
                 e, n, c = sim.energy(), sim.n_particles, sim.n_contacts
-                log.thermo(n, c, e["kinetic"])
+                log.thermo(n, c, e["kinetic"], sim.motions.loads(sim))
                 _status(args.out, "running step %d of %d" % (s, target))
             if args.checkpoint_every and s % args.checkpoint_every == 0 and s < target:
                 sim.checkpoint(checkpoint)
@@ -401,17 +405,19 @@ def info(args):
             [bool(p) for p in (a["periodic"] if kind == "pdem-frames" else _json(a["domain"])["periodic"])],
             a["dim"] if kind == "pdem-frames" else _json(a["domain"])["dim"])
         if kind == "pdem checkpoint":
+            kinds = [k for k in KINDS if k.contact and k.name in f["interactions"]]
             out += [("kind", "checkpoint (version %d)" % a["version"]),
                     ("step", int(a["step"])), ("time", "%.9g" % a["time"]), ("dt", "%.6g" % a["dt"]),
                     ("particles", len(f["particles/id"])),
                     ("contacts", "%d (%s)" % (
-                        sum(len(f["interactions"][k.name]["key"]) for k in KINDS if k.contact),
+                        sum(len(f["interactions"][k.name]["key"]) for k in kinds),
                         ", ".join("%d %s" % (len(f["interactions"][k.name]["key"]), k.name)
-                                  for k in KINDS if k.contact))),
+                                  for k in kinds))),
                     ("bonds", "%d intact, %d broken" % (len(f["interactions/bond/key"]),
                                                         len(f["bonds_broken/id1"]))),
                     ("planes", len(f["planes/point"])),
                     ("segments, points", "%d, %d" % (len(f["segments/a"]), len(f["points/a"]))),
+                    ("region walls", len(f["region_walls/material"]) if "region_walls" in f else 0),
                     ("mesh walls", ", ".join("%s (%d facets)" % (w["name"], len(
                         f["mesh_walls/%d/facets" % i])) for i, w in enumerate(
                         _json(f["mesh_walls"].attrs["walls"]))) or "none"),

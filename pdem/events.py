@@ -12,6 +12,9 @@ State across restarts: `at` and `every` events follow from the time and the step
 count. A `when(..., once=True)` event that has fired is recorded by name in
 checkpoints, and is not fired again after `pdem.restart` when registered under the
 same name (default: the callback's name)."""
+import sys
+import time
+
 from . import validate
 from .errors import InputError
 
@@ -92,3 +95,29 @@ class Events:
                     self.pending.remove(e)
                     self.fired.add(e.name)
                 e.callback(self.sim)
+
+
+class Progress:
+    """`sim.run`'s progress line on rank 0 (other ranks print nothing): step, time,
+    percentage and time left, rewritten in place at most once a second."""
+
+    def __init__(self, sim, steps):
+        self.sim, self.steps, self.first = sim, max(1, steps), sim.step_count
+        self.clock = self.last = time.perf_counter()
+        self.shown = False
+
+    def update(self):
+        now = time.perf_counter()
+        if now - self.last < 1.0 or self.sim.rank != 0:
+            return
+        self.last, self.shown = now, True
+        done = self.sim.step_count - self.first
+        left = (now - self.clock) * (self.steps - done) / max(done, 1)
+        sys.stdout.write("\rstep %d (%3.0f %%), t = %.6g, %d s left   " % (
+            self.sim.step_count, 100.0 * done / self.steps, self.sim.time, round(left)))
+        sys.stdout.flush()
+
+    def close(self):
+        if self.shown:
+            sys.stdout.write("\n")
+            sys.stdout.flush()

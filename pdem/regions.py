@@ -50,9 +50,17 @@ def _points(x):
 
 class Region:
     """Omega: f(x) <= 0. Subclasses give `_evaluate(x)` -> (f, grad), `bounds` (lo, hi)
-    or None (unbounded) and `exact` (True when f is a signed distance)."""
+    or None (unbounded) and `exact` (True when f is a signed distance).
+    `distance_bound`: |f(x)| never exceeds the distance from x to the boundary (f is
+    1-Lipschitz): signed distances, their set operations and similarity transforms,
+    mesh regions (up to the grid's interpolation error). A region wall's Verlet list
+    relies on it (pdem.contact.region_walls)."""
     exact = False
     bounds = None
+
+    @property
+    def distance_bound(self):
+        return self.exact
 
     def evaluate(self, x):
         """(f (n,), grad f (n, 3)) at the points x (n, 3)."""
@@ -312,6 +320,8 @@ def _check_region(name, r):
 
 
 class Union(Region):
+    distance_bound = property(lambda self: self.a.distance_bound and self.b.distance_bound)
+
     def __init__(self, a, b):
         self.a, self.b = _check_region("a", a), _check_region("b", b)
         if a.bounds is not None and b.bounds is not None:
@@ -325,6 +335,8 @@ class Union(Region):
 
 
 class Intersection(Region):
+    distance_bound = property(lambda self: self.a.distance_bound and self.b.distance_bound)
+
     def __init__(self, a, b):
         self.a, self.b = _check_region("a", a), _check_region("b", b)
         bs = [r.bounds for r in (a, b) if r.bounds is not None]
@@ -341,6 +353,8 @@ class Intersection(Region):
 
 
 class Difference(Region):
+    distance_bound = property(lambda self: self.a.distance_bound and self.b.distance_bound)
+
     def __init__(self, a, b):
         self.a, self.b = _check_region("a", a), _check_region("b", b)
         self.bounds = a.bounds
@@ -368,6 +382,7 @@ class Transformed(Region):
         similar = np.allclose(A.T @ A, s * s * np.eye(3), rtol=1e-12, atol=1e-14 * s * s)
         self.s = s if similar else 1.0
         self.exact = region.exact and similar
+        self.similar = similar
         self.gmat = self.inv.T * self.s           # grad f' = s A^-T grad f
         if region.bounds is not None:
             lo, hi = region.bounds
@@ -381,6 +396,10 @@ class Transformed(Region):
         # element-wise matrix product (each row independent of the others: no BLAS)
         return np.stack([v[:, 0] * M[i, 0] + v[:, 1] * M[i, 1] + v[:, 2] * M[i, 2]
                          for i in range(3)], axis=1)
+
+    @property
+    def distance_bound(self):
+        return self.similar and self.region.distance_bound
 
     def _evaluate(self, x):
         f, g = self.region.evaluate(self._apply(self.inv, x - self.offset))
@@ -431,6 +450,7 @@ class MeshRegion(Region):
     its gradient trilinearly interpolated (`exact` is then False: the grid spacing
     bounds the error). exact=True: distances to the facets at every evaluation
     (O(facets) per point). Inside: |winding number| > 1/2, for either orientation."""
+    distance_bound = True                   # the grid interpolates exact distances
 
     def __init__(self, mesh, cells=64, exact=False, padding=3, threads=None):
         from .contact.mesh import Mesh

@@ -13,14 +13,14 @@ add_spheres with the full arrays) are made on all ranks; each rank keeps what it
 owns. Errors found on one rank are raised on all ranks (no hang).
 """
 import numbers
-import os
 import signal
+import sys
 import time
 
 import numpy as np
 from mpi4py import MPI
 
-from . import analysis, diagnostics, editing, shapes, validate
+from . import analysis, diagnostics, editing, insertion, shapes, validate
 from ._kernels import integrate
 from .collective import Collective
 from .contact import keys
@@ -28,10 +28,13 @@ from .contact.flags import APPROX, NO_RATCH
 from .contact.kinds import KINDS, Build, owned_index
 from .contact.mesh import Mesh
 from .contact.mesh_walls import DEFAULT_CUTOFF_DEGREES, MeshWalls
+from .contact.region_walls import RegionWalls
+from .contact.wall_motion import RigidMotion
 from .contact.walls import Planes, Segments
 from .domain import Domain
 from .errors import InputError, SimulationError
-from .events import Events
+from .events import Events, Progress
+from .motion import WallMotions
 from .lost_particles import handle_lost
 from .materials import MaterialTable
 from .parallel.decomposition import Decomposition
@@ -101,6 +104,9 @@ class Simulation:
         self.n_balances = 0
         self.n_migrated = 0                      # particles this rank sent to others
         self.external = editing.ExternalLoads()  # set_external_load
+        self.motions = WallMotions()             # set_plane_motion, set_mesh_motion
+        self.insertions = {}                     # add_insertion, by name
+        self.insertion_states = {}               # from a checkpoint, until re-registered
         self.events = Events(self)               # sim.events.at / every / when
         self.stopped = False                     # set by stop(), reset by run()
         self.n_removed = 0                       # particles removed by lost='remove' (all ranks)
@@ -118,6 +124,7 @@ class Simulation:
         self.segments = Segments()               # 2D boundary segments (seed 003)
         self.points = Segments()                 # 2D zero-radius boundary points
         self.mesh_walls = MeshWalls()
+        self.region_walls = RegionWalls()        # level-set containers (seed 002)
         self.store = ParticleStore()
         self.interactions = {cls.name: cls(self) for cls in KINDS}
         self.box_length = np.ascontiguousarray(domain.length)
@@ -249,6 +256,7 @@ class Simulation:
                              "centres); use no_ratch=False" % what)
         for kind, count in (("mesh walls", len(self.mesh_walls)),
                             ("boundary segments", len(self.segments) + len(self.points)),
+                            ("region walls", len(self.region_walls)),
                             ("bonds", int(self.interactions["bond"].any))):
             if count:
                 raise InputError("%s: contacts with %s are not available yet" % (what, kind))
@@ -356,6 +364,42 @@ class Simulation:
         self._scene_changed()
         return idx
 
+    def add_insertion(self, region, material, radii, rate=None, mass_rate=None, count=None,
+                      velocity=(0.0, 0.0, 0.0), every=1000, seed=0, name="insertion"):
+        """Pour particles into `region` during the run at `rate` particles per time unit
+        (or `mass_rate`), up to `count`, every `every` steps, with radii a radius or a
+        size distribution (pdem.sizes), rejecting overlaps (pdem/insertion.py). The same
+        on any number of ranks; after a restart, call it again with the same name.
+        Collective; returns the Insertion (its `state`: number and mass inserted)."""
+        return insertion.add_insertion(self, region, material, radii, rate, mass_rate, count,
+                                       velocity, every, seed, name)
+
+    def set_plane_motion(self, plane, law):
+        """Drive plane `plane` (its index) by a motion law (pdem.motion.Sine, Ramp, Table,
+        Servo; None: stop it), from now on. Collective."""
+        self.collective.same("set_plane_motion", plane=plane, law=self.motions.check(law))
+        if not (isinstance(plane, (int, np.integer)) and 0 <= plane < len(self.planes)):
+            raise InputError("set_plane_motion: plane must be a plane index in 0..%d, got %r"
+                             % (len(self.planes) - 1, plane))
+        self.motions.set(self, ("plane", int(plane)), law)
+        if law is None:
+            self.planes.vel[plane] = 0.0
+
+    def set_mesh_motion(self, wall, law):
+        """Translate mesh wall `wall` (index or name) by a motion law (as
+        set_plane_motion; a Servo needs axis=). Collective."""
+        self.collective.same("set_mesh_motion", wall=wall, law=self.motions.check(law))
+        i = self.mesh_walls.index(wall)
+        w = self.mesh_walls[i]
+        if w.motion is None:
+            w.motion = RigidMotion(w.mesh, reference_point=w.mesh.vertices.mean(axis=0))
+        elif not isinstance(w.motion, RigidMotion):
+            raise InputError("set_mesh_motion: mesh wall %r deforms (vertex_velocities); a "
+                             "motion law moves rigid walls only" % (w.name,))
+        self.motions.set(self, ("mesh", i), law)
+        if law is None:
+            w.motion.set_velocity(velocity=(0.0, 0.0, 0.0))
+
     def add_segments(self, x0, x1, material, end_points=True):
         """Add fixed boundary segments from x0[k] to x1[k] (seed 003; in 3D, rods of
         zero thickness): a particle touches one where the foot of the perpendicular
@@ -434,6 +478,24 @@ class Simulation:
         self._scene_changed()
         self._checked_dt = False
         return idx
+
+    def add_region_wall(self, region, material):
+        """Add a level-set wall: particles are kept inside `region` (a pdem region, f <= 0
+        inside, whose |f| does not exceed the distance to its boundary) by seed 002's
+        relaxation taken as a contact: overlap (1 + |d0| / (d0 - d1)) r (f + r for a
+        signed distance), normal -grad f / |grad f|, the plane law of the material pair
+        (pdem/contact/region_walls.py). Returns the wall index. Collective."""
+        self.collective.same("add_region_wall", region=type(region).__name__, material=material)
+        self._no_shapes("add_region_wall", "region walls")
+        m = self.materials.get(material)
+        idx = self.region_walls.add(region, m.index)
+        self._scene_changed()
+        self._checked_dt = False
+        return idx
+
+    def region_wall_forces(self):
+        """Force ON each region wall, (n_walls, 3), summed over ranks (collective)."""
+        return self.interactions["region"].loads()
 
     # ---------------------------------------------------------------- bonds
     def bond_material(self, name, kn, ks, tensile_strength, shear_strength=None, cohesion=None,
@@ -664,14 +726,23 @@ class Simulation:
         self._checked_dt = False
 
     # ---------------------------------------------------------------- running
-    def run(self, steps=None, until=None):
+    def run(self, steps=None, until=None, progress=None):
         """Advance by `steps` steps or until time `until` (the first step whose time
-        reaches until - dt/2), or until an event calls `stop()`."""
+        reaches until - dt/2), or until an event calls `stop()`. progress: a line with
+        the step, time and time left on rank 0, refreshed every second (None: when
+        rank 0's standard output is a terminal)."""
         self.stopped = False
-        for _ in range(validate.steps_to_run(steps, until, self.time, self.dt)):
+        n = validate.steps_to_run(steps, until, self.time, self.dt)
+        show = Progress(self, n) if progress or (progress is None and self.rank == 0 and
+                                                 sys.stdout.isatty()) else None
+        for _ in range(n):
             self.step()
+            if show:
+                show.update()
             if self.stopped:
                 break
+        if show:
+            show.close()
 
     def stop(self):
         """End the current run after this step (from an event's callback, on every
@@ -692,6 +763,8 @@ class Simulation:
                                  st.n_own, self.threads)
         if self.shapes:                 # non-spheres: the free rotor (pdem/shapes.py)
             self.rotation.drift(st, self.dt, self.threads)
+        if self.motions:                        # motion laws: wall velocities of this step
+            self.motions.apply(self)
         self.planes.move(self.dt)
         self.mesh_walls.move(self.dt)
         moved2 = max(moved2, self.mesh_walls.moved2())    # the same on every rank
@@ -807,9 +880,10 @@ class Simulation:
         rmax, bond = self.collective.max(np.array([
             float(own["radius"].max()) if len(own["radius"]) else 0.0,
             self.interactions["bond"].reach()]))
-        if self.skin is None:
-            self.skin = 0.2 * rmax if rmax > 0 else 1.0
-        list_skin = max((2.0 * self.skin if restore else self.skin) +
+        if self.skin is None and rmax > 0:    # an empty start (insertion later) waits
+            self.skin = 0.2 * rmax
+        skin = self.skin or 0.0
+        list_skin = max((2.0 * skin if restore else skin) +
                         self.scheme.reach(self, own["radius"]), reach)  # contacts within an alert distance
         # the ghosts cover the pairs and the longest bond (plus the last step's motion)
         cutoff = max(2.0 * rmax, bond + 0.5 * list_skin if bond else 0.0) + list_skin
@@ -943,8 +1017,8 @@ class Simulation:
     def contacts(self, gather=False):
         """Active contacts, each on one rank (the owner of id1, or of a wall contact's
         particle; gather=True: all, on every rank; collective), ordered by kind ("pair",
-        "plane", "mesh", "segment", "point": pdem.contact.kinds.KINDS), wall (the wall
-        element's index, -1 for pairs), id1 (-1 for walls), id2. Force and torque
+        "plane", "mesh", "segment", "point", "region": pdem.contact.kinds.KINDS), wall
+        (the wall element's index, -1 for pairs), id1 (-1 for walls), id2. Force and torque
         act on id2; u, phi, u0, phi0: L6Geom displacements and shifted origins (local
         axes, u_x < 0 in overlap); normal: the local x axis, towards id2."""
         kinds = [k for k in self.interactions.values() if k.contact]

@@ -15,20 +15,20 @@ from cellgrid cimport cell_index, cell_sort, grid_size, sort_run_by_id
 import numpy as np
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
-def build_pairs(const double[:, ::1] pos, const int[:, ::1] image, const double[::1] box_len,
-                const double[::1] radius, const long[::1] ids, int n_own, double skin,
-                const long[::1] order, int n_threads):
-    """Return (i1, i2) int32 local indices of the candidate pairs, sorted by (id1, id2)."""
-    cdef Py_ssize_t n = pos.shape[0], i, j, s, e, t
+cdef tuple _binned(const double[:, ::1] pos, const int[:, ::1] image,
+                   const double[::1] box_len, const double[::1] radius, double skin,
+                   double* lo, long* nc, double* inv_cell):
+    """Shifted positions sp = x + image L binned in cubic cells of edge 2 r_max + skin
+    over their bounding box: (sp, start, members, cell_of) with
+    members[start[c]:start[c+1]] the particles of cell c and cell_of[i] particle i's
+    cell; sets lo, nc and inv_cell (cellgrid.pxd)."""
+    cdef Py_ssize_t n = pos.shape[0], i
     cdef int d
-    cdef double rmax = 0.0, cell, inv_cell
-    cdef double lo[3]
+    cdef double rmax = 0.0
     cdef double hi[3]
-    cdef long nc[3]
-    if n == 0:
-        return np.empty(0, np.int32), np.empty(0, np.int32)
+    for d in range(3):
+        lo[d] = 1e308
+        hi[d] = -1e308
     sp_arr = np.empty((n, 3))
     cdef double[:, ::1] sp = sp_arr
     for i in range(n):
@@ -36,22 +36,40 @@ def build_pairs(const double[:, ::1] pos, const int[:, ::1] image, const double[
             rmax = radius[i]
         for d in range(3):
             sp[i, d] = pos[i, d] + image[i, d] * box_len[d]
-    cell = 2.0 * rmax + skin
-    for d in range(3):
-        lo[d] = sp_arr[:, d].min()
-        hi[d] = sp_arr[:, d].max()
-    inv_cell = grid_size(lo, hi, cell, n, nc)
-    cdef long ncell = nc[0] * nc[1] * nc[2]
+            if sp[i, d] < lo[d]:
+                lo[d] = sp[i, d]
+            if sp[i, d] > hi[d]:
+                hi[d] = sp[i, d]
+    inv_cell[0] = grid_size(lo, hi, 2.0 * rmax + skin, n, nc)
     cell_of_arr = np.empty(n, dtype=np.int64)
     cdef long[::1] cell_of = cell_of_arr
     for i in range(n):
-        cell_of[i] = cell_index(sp[i, 0], sp[i, 1], sp[i, 2], lo, inv_cell, nc)
+        cell_of[i] = cell_index(sp[i, 0], sp[i, 1], sp[i, 2], lo, inv_cell[0], nc)
     # counting sort of particles by cell
-    start_arr = np.zeros(ncell + 1, dtype=np.int64)
-    cdef long[::1] start = start_arr
+    start_arr = np.zeros(nc[0] * nc[1] * nc[2] + 1, dtype=np.int64)
     members_arr = np.empty(n, dtype=np.int32)
+    cell_sort(cell_of, start_arr, members_arr)
+    return sp_arr, start_arr, members_arr, cell_of_arr
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def build_pairs(const double[:, ::1] pos, const int[:, ::1] image, const double[::1] box_len,
+                const double[::1] radius, const long[::1] ids, int n_own, double skin,
+                const long[::1] order, int n_threads):
+    """Return (i1, i2) int32 local indices of the candidate pairs, sorted by (id1, id2)."""
+    cdef Py_ssize_t n = pos.shape[0], i, j, s, e, t
+    cdef double inv_cell
+    cdef double lo[3]
+    cdef long nc[3]
+    if n == 0:
+        return np.empty(0, np.int32), np.empty(0, np.int32)
+    sp_arr, start_arr, members_arr, cell_of_arr = _binned(pos, image, box_len, radius,
+                                                          skin, lo, nc, &inv_cell)
+    cdef double[:, ::1] sp = sp_arr
+    cdef long[::1] start = start_arr
     cdef int[::1] members = members_arr
-    cell_sort(cell_of, start, members)
+    cdef long[::1] cell_of = cell_of_arr
     # pass 1: count partners of each particle (in visiting order)
     count_arr = np.zeros(n + 1, dtype=np.int64)
     cdef long[::1] count = count_arr
@@ -176,38 +194,16 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
     cdef Py_ssize_t n = pos.shape[0], i, j, k, e, f, s, m, cap, nrow
     cdef int d, a, b
     cdef long c, cx, cy, cz, x, y, z, g, nb, kb, ka
-    cdef double rmax = 0.0, cell, inv_cell, dx, dy, dz, rr, xj, yj, zj, rj
+    cdef double inv_cell, dx, dy, dz, rr, xj, yj, zj, rj
     cdef double lo[3]
-    cdef double hi[3]
     cdef long nc[3]
     cdef bint dense = group.shape[0] == 0, gj, oom = False
-    # shifted positions, bounding box
-    for d in range(3):
-        lo[d] = 1e308
-        hi[d] = -1e308
-    sp_arr = np.empty((n, 3))
+    sp_arr, start_arr, members_arr, _ = _binned(pos, image, box_len, radius, skin, lo, nc,
+                                                &inv_cell)
     cdef double[:, ::1] sp = sp_arr
-    for i in range(n):
-        if radius[i] > rmax:
-            rmax = radius[i]
-        for d in range(3):
-            sp[i, d] = pos[i, d] + image[i, d] * box_len[d]
-            if sp[i, d] < lo[d]:
-                lo[d] = sp[i, d]
-            if sp[i, d] > hi[d]:
-                hi[d] = sp[i, d]
-    cell = 2.0 * rmax + skin
-    inv_cell = grid_size(lo, hi, cell, n, nc)
-    cdef long ncell = nc[0] * nc[1] * nc[2]
-    cell_of_arr = np.empty(n, dtype=np.int64)
-    cdef long[::1] cell_of = cell_of_arr
-    for i in range(n):
-        cell_of[i] = cell_index(sp[i, 0], sp[i, 1], sp[i, 2], lo, inv_cell, nc)
-    start_arr = np.zeros(ncell + 1, dtype=np.int64)
     cdef long[::1] start = start_arr
-    members_arr = np.empty(n, dtype=np.int32)
     cdef int[::1] members = members_arr
-    cell_sort(cell_of, start, members)
+    cdef long ncell = nc[0] * nc[1] * nc[2]
     # copies in cell order: the candidate loop reads contiguous memory
     cs_arr = np.empty((n, 4))
     cid_arr = np.empty(n, dtype=np.int64)

@@ -30,7 +30,7 @@ Points are independent: prange over points, no shared writes.
 """
 cimport cython
 from cython.parallel cimport prange
-from libc.math cimport sqrt, fabs, atan2, floor
+from libc.math cimport sqrt, fabs, atan2, floor, INFINITY
 from cellgrid cimport cell_index, cell_sort
 import numpy as np
 
@@ -74,6 +74,44 @@ def relax_moves(const double[::1] r, const double[::1] d0, const double[::1] d1,
                 dx[i, d] = k * normal[i, d]
             moved += 1
     return moved
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def wall_planes(const double[:, ::1] x, const double[::1] r, const double[::1] d0,
+                const double[::1] d1, const double[:, ::1] normal, double[:, ::1] point,
+                double[:, ::1] inward, double[::1] gap, int n_threads):
+    """Seed 002's rule as a boundary contact (pdem.contact.region_walls): the depth
+    delta = (1 + |d0| / (d0 - d1)) r, the length of the rule's move (negative where the
+    rule calls the particle inside: then -delta is its secant estimate of the gap; for a
+    signed distance delta = f(x0) + r exactly). Each row becomes a plane wall at the
+    current step: unit normal inward = -n (into the particle's side), point
+    x0 + (r - delta) n, so that the plane law sees the gap (x0 - point) . inward - r =
+    -delta. Rows without a usable normal, or whose f does not grow outward along n
+    between the centre and the probe (d0 - d1 of the wrong sign or 0: no secant),
+    get no contact (gap = inf, the point r + 1e300 away)."""
+    cdef Py_ssize_t i, n = x.shape[0]
+    cdef int d
+    cdef double den, delta
+    for i in prange(n, nogil=True, schedule='static', num_threads=max(1, n_threads)):
+        den = d0[i] - d1[i]
+        if (den <= 0.0 if d0[i] >= 0.0 else den >= 0.0) or (
+                normal[i, 0] == 0.0 and normal[i, 1] == 0.0 and normal[i, 2] == 0.0):
+            gap[i] = INFINITY
+            delta = -1e300
+        else:
+            delta = (1.0 + fabs(d0[i]) / den) * r[i]
+            gap[i] = -delta
+        for d in range(3):
+            inward[i, d] = -normal[i, d]
+            point[i, d] = x[i, d] + (r[i] - delta) * normal[i, d]
+        if gap[i] == INFINITY:
+            inward[i, 0] = 0.0
+            inward[i, 1] = 0.0
+            inward[i, 2] = 1.0
+            point[i, 0] = x[i, 0]
+            point[i, 1] = x[i, 1]
+            point[i, 2] = x[i, 2] - r[i] - 1e300
 
 
 @cython.boundscheck(False)

@@ -426,12 +426,43 @@ class FacetContacts(WallContacts):
         return out
 
 
-class FootContacts(WallContacts):
+class TangentPlaneContacts(WallContacts):
+    """Wall contacts resolved, row by row, as a fixed plane through a point q with a
+    normal n towards the particle (body 1 a zero-radius sphere at q): the explicit
+    scheme applies the plane law (pyx/contacts.pyx sphere_plane). Subclasses give
+    planes() -> (q, n, gap) per row and element_materials(elements)."""
+    in_pass = True
+    label = None            # the wall's name in messages
+
+    def gaps(self, alert):
+        _, n, gap = self.planes()
+        k = np.flatnonzero(gap < alert)
+        return k, n[k], gap[k], np.zeros((len(k), 3)), self.element_materials(self.batch.i2[k])
+
+    def compute(self, table, nmat, f, t):
+        sim, b = self.sim, self.batch
+        if len(b) == 0:
+            return None
+        st = sim.store
+        q, n, _ = self.planes()
+        rows = np.arange(len(b), dtype=np.int32)
+        sums = (b.i1, f, t) if f is not None else ()
+        ratio, k = ck.sphere_plane(b.i1, rows, st.pos, st.vel, st.angvel, st.radius, st.mass,
+                                   st.material, q, n, np.zeros((len(b), 3)),
+                                   self.element_materials(b.i2), table, nmat, sim.dt,
+                                   sim.flags, b.active, b.state, sim.threads, *sums)
+        if k >= 0 and not (ratio <= sim.max_overlap):
+            p = b.i1[k]
+            return overlap_message(sim, ratio, "particle %d and %s %d"
+                                   % (st.id[p], self.label or self.name, b.i2[k]),
+                                   st.radius[p])
+        return None
+
+
+class FootContacts(TangentPlaneContacts):
     """Contacts with wall elements of zero thickness, segments or points (seed 003): the
     particle meets the zero-radius disk at its foot q on the element (pyx/segments.pyx),
-    normal (x - q)/|x - q|. The explicit scheme applies the plane law to the plane
-    through q with that normal: body 1 is the same zero-radius sphere at q."""
-    in_pass = True
+    normal (x - q)/|x - q|, the plane through q with that normal."""
 
     def elements(self):
         """The kind's pdem.contact.walls.Segments (sim.segments or sim.points)."""
@@ -448,7 +479,7 @@ class FootContacts(WallContacts):
         rows.carry_from(self.batch)
         self.batch = rows
 
-    def feet(self):
+    def planes(self):
         """Foot q, normal n and gap of every row at the current positions (gap inf:
         the foot left the segment's span, or a point's particle is a segment's)."""
         b, sim, el = self.batch, self.sim, self.elements()
@@ -463,25 +494,8 @@ class FootContacts(WallContacts):
         """CSR (ptr, segment indices) of the segments ending at each element: none."""
         return np.zeros(len(self.elements()) + 1, np.int64), np.zeros(0, np.int32)
 
-    def gaps(self, alert):
-        _, n, gap = self.feet()
-        k = np.flatnonzero(gap < alert)
-        return k, n[k], gap[k], np.zeros((len(k), 3)), self.elements().material[self.batch.i2[k]]
-
-    def compute(self, table, nmat, f, t):
-        sim, b = self.sim, self.batch
-        st = sim.store
-        q, n, _ = self.feet()
-        rows = np.arange(len(b), dtype=np.int32)
-        sums = (b.i1, f, t) if f is not None else ()
-        ratio, k = ck.sphere_plane(b.i1, rows, st.pos, st.vel, st.angvel, st.radius, st.mass,
-                                   st.material, q, n, np.zeros((len(b), 3)),
-                                   self.elements().material[b.i2], table, nmat, sim.dt,
-                                   sim.flags, b.active, b.state, sim.threads, *sums)
-        if k >= 0 and not (ratio <= sim.max_overlap):
-            return overlap_message(sim, ratio, "particle %d and %s %d"
-                                   % (st.id[b.i1[k]], self.name, b.i2[k]))
-        return None
+    def element_materials(self, element):
+        return self.elements().material[element]
 
 
 @register
@@ -680,3 +694,4 @@ class EllipsoidPlaneContacts(ShapeRows, WallContacts):
 
 
 from .bonds import BondContacts  # noqa: E402,F401  (registered last: its sums come last)
+from .region_walls import RegionWallContacts  # noqa: E402,F401  (after bonds: no old sum moves)

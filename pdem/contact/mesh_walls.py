@@ -39,6 +39,17 @@ class MeshWalls:
     def __getitem__(self, i):
         return self.walls[i]
 
+    def index(self, wall):
+        """The index of a wall given by index or name."""
+        names = [w.name for w in self.walls]
+        if isinstance(wall, (int, np.integer)) and not isinstance(wall, bool) and \
+                0 <= wall < len(names):
+            return int(wall)
+        if isinstance(wall, str) and wall in names:
+            return names.index(wall)
+        raise InputError("mesh wall must be an index in 0..%d or one of the names %r, got %r"
+                         % (len(names) - 1, names, wall))
+
     def add(self, mesh, material_index, mode="reduced", cutoff_angle=DEFAULT_CUTOFF_DEGREES,
             velocity=None, angular_velocity=None, reference_point=None,
             vertex_velocities=None, name=None):

@@ -11,6 +11,7 @@ hang a collective transfer, so writes go through the low-level API). Rows of a
 frame are in rank order, not sorted: the ids are stored with them.
 """
 import os
+import sys
 import time
 
 import h5py
@@ -21,6 +22,7 @@ from mpi4py import MPI
 from .. import validate
 from ..contact.kinds import KINDS
 from ..errors import InputError
+from ..events import Progress
 from .xdmf import XdmfIndex, describe
 
 # field -> physical dimension (pdem works in any consistent unit system, e.g. SI)
@@ -438,15 +440,21 @@ class ResultFile:
         self.h5.attrs["n_series"] = total
         self._pending = []
 
-    def run(self, steps=None, until=None):
-        """sim.run(steps=..., until=...) that writes a frame every `every` steps and a
-        series row every `series_every` steps (of sim.step_count)."""
+    def run(self, steps=None, until=None, progress=None):
+        """sim.run(steps=..., until=..., progress=...) that writes a frame every `every`
+        steps and a series row every `series_every` steps (of sim.step_count)."""
         sim = self.sim
-        end = sim.step_count + validate.steps_to_run(steps, until, sim.time, sim.dt)
+        n = validate.steps_to_run(steps, until, sim.time, sim.dt)
+        end = sim.step_count + n
         periods = [e for e in (self.every, self.series_every) if e]
+        show = Progress(sim, n) if progress or (progress is None and sim.rank == 0 and
+                                                sys.stdout.isatty()) else None
         while sim.step_count < end:
             now = sim.step_count
-            sim.run(steps=min([end] + [now + e - now % e for e in periods]) - now)
+            sim.run(steps=min([end] + [now + e - now % e for e in periods]) - now,
+                    progress=False)
+            if show:
+                show.update()
             written = (self.every and sim.step_count % self.every == 0,
                        self.series_every and sim.step_count % self.series_every == 0)
             if written[0] or (sim.stopped and self.every):
@@ -455,6 +463,8 @@ class ResultFile:
                 self.write_series()
             if sim.stopped:                     # an event's sim.stop(): the state of its step
                 break
+        if show:
+            show.close()
 
     # ------------------------------------------------------------------ closing
     def close(self):

@@ -47,9 +47,9 @@ from .solve import ContactSolve, exchange_ghost_velocities
 SOLVERS = ("nlgs", "jacobi")
 NORMAL_RULES = ("seed", "projected")
 # contact codes of the solver: seed 003's numbering (pyx/nscd.pyx), by interaction kind
-CODES = {"pair": 0, "segment": 1, "point": 2, "plane": 3, "mesh": 4}
+CODES = {"pair": 0, "segment": 1, "point": 2, "plane": 3, "mesh": 4, "region": 5}
 PAIR = CODES["pair"]
-WALL_NAMES = {1: "segment", 2: "point", 3: "plane", 4: "mesh facet"}
+WALL_NAMES = {1: "segment", 2: "point", 3: "plane", 4: "mesh facet", 5: "region wall"}
 
 
 @register
@@ -100,6 +100,8 @@ class NSCD(Scheme):
             self.tol = 1e-2 * g * sim.dt ** 2 if g > 0 else (
                 2e-4 * rmin if math.isfinite(rmin) else 1e-9)
         if self.alert is None:
+            if sim.skin is None:                # no particles yet: decided later
+                return 0.0
             self.alert = sim.skin
         return self.alert
 

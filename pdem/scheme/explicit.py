@@ -142,7 +142,8 @@ def check_timestep(sim):
                         -st.radius[:n][sel].max())
     stats = -sim.collective.max(-stats)
     own_mat = np.flatnonzero(np.isfinite(stats[0]))
-    walls = np.unique(np.r_[sim.planes.material, sim.mesh_walls.wall_material])
+    walls = np.unique(np.r_[sim.planes.material, sim.mesh_walls.wall_material,
+                           sim.region_walls.material])
     limits, coarse = [], []
     for mi in own_mat:
         m_min, r_min, r_max = stats[0, mi], stats[1, mi], -stats[2, mi]
@@ -160,8 +161,8 @@ def check_timestep(sim):
             else:
                 row = mats.row(a, b)
                 kn = row[COL["kn0"]] + row[COL["kn1"]] * r_max
-                limits.append((2.0 * math.sqrt(0.5 * m_min / kn),
-                               "2 sqrt(m*/k_n) of pair (%r, %r)" % (a.name, b.name)))
+                limits.append(hooke_limit(kn, 0.5 * m_min, row[COL["gamma_n"]],
+                                          row[COL["zeta"]], (a.name, b.name)))
                 t_c = math.pi * math.sqrt(0.5 * m_min / kn)
                 if t_c < MIN_STEPS_PER_CONTACT * sim.dt:
                     coarse.append((t_c / sim.dt, "%.3g steps per contact duration pi sqrt(m*/k_n) "
@@ -181,6 +182,25 @@ def check_timestep(sim):
         if text not in warned:              # once per run and message, on every rank
             warned.add(text)
             warnings.warn(text, TimeStepWarning, stacklevel=4)
+
+
+def hooke_limit(kn, mstar, gamma_n, zeta, names):
+    """(critical step, what) of a damped linear contact, F = -k_n d - c v with c/m* =
+    gamma_n + 2 zeta omega, omega = sqrt(k_n / m*). Leap-frog damps with the velocity of
+    the half step before, which is stable (a linear analysis: det = 1 - c dt / m*, and
+    the trace condition) for omega^2 dt^2 + 2 (c/m*) dt <= 4, i.e.
+    dt <= 2 / omega (sqrt(1 + z^2) - z), z = c / (2 m* omega): 2 sqrt(m*/k_n) without
+    damping, about 2 m* / c when overdamped (e.g. gamma_n given in N s/m where pdem
+    takes 1/s: a rate 1e4 times too large at metre scale, docs/packing.md)."""
+    omega = math.sqrt(kn / mstar)
+    rate = gamma_n + 2.0 * zeta * omega
+    z = rate / (2.0 * omega)
+    crit = 2.0 / omega * (math.sqrt(1.0 + z * z) - z)
+    if z == 0.0:
+        return crit, "2 sqrt(m*/k_n) of pair (%r, %r)" % names
+    return crit, ("2/omega (sqrt(1 + z^2) - z) of pair (%r, %r), omega = sqrt(k_n/m*) = %.4g "
+                  "1/s, damping ratio z = %.4g (c/m* = gamma_n + 2 zeta omega = %.4g 1/s; "
+                  "gamma_n is a rate in 1/s)" % (names + (omega, z, rate)))
 
 
 def bond_limits(sim):

@@ -189,3 +189,18 @@ def run_pour(sim):
                         velocities=np.column_stack([rng.normal(0, 0.3, (16, 2)),
                                                     np.full(16, -2.0)]))
         sim.run(steps=every)
+
+
+def random_pile(comm, steps):
+    """288 spheres (radii 0.4-0.5) dropped from a jittered lattice onto a plane in a box
+    periodic in x and y, run `steps` steps of 2e-4."""
+    dom = pdem.Domain((0, 0, 0), (6, 6, 12), periodic=(True, True, False))
+    sim = pdem.Simulation(dom, 2e-4, gravity=(0, 0, -9.81), comm=comm)
+    sim.material("m", 1000.0, kn=1e6, restitution=0.3, friction=0.5)
+    sim.add_plane((0, 0, 0), (0, 0, 1), "m")
+    rng = np.random.default_rng(7)
+    g = np.arange(6) + 0.5
+    x = np.stack(np.meshgrid(g, g, np.arange(8) * 1.2 + 0.6), -1).reshape(-1, 3)
+    sim.add_spheres(x + rng.uniform(-0.05, 0.05, x.shape), rng.uniform(0.4, 0.5, len(x)), "m")
+    sim.run(steps=steps)
+    return sim

@@ -4,20 +4,11 @@ Love-Weber and fabric tensors (up to the order of the sum over ranks) as on one 
 import numpy as np
 from mpi4py import MPI
 
-import pdem
+from scenes import random_pile
 
 
 def pile(comm):
-    dom = pdem.Domain((0, 0, 0), (6, 6, 12), periodic=(True, True, False))
-    sim = pdem.Simulation(dom, 2e-4, gravity=(0, 0, -9.81), comm=comm)
-    sim.material("m", 1000.0, kn=1e6, restitution=0.3, friction=0.5)
-    sim.add_plane((0, 0, 0), (0, 0, 1), "m")
-    rng = np.random.default_rng(7)
-    g = np.arange(6) + 0.5
-    x = np.stack(np.meshgrid(g, g, np.arange(8) * 1.2 + 0.6), -1).reshape(-1, 3)
-    sim.add_spheres(x + rng.uniform(-0.05, 0.05, x.shape), rng.uniform(0.4, 0.5, len(x)), "m")
-    sim.run(steps=5000)
-    return sim
+    return random_pile(comm, steps=5000)
 
 
 def test_stress_equal_on_any_rank_count():

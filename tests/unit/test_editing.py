@@ -1,6 +1,5 @@
 """Editing particles during a run: remove by id or region, new radius or material,
 external loads, a new dt (pdem/editing.py, Simulation.dt)."""
-import warnings
 
 import numpy as np
 import pytest

@@ -105,3 +105,16 @@ def test_cli_case_events_stop_the_run(tmp_path):
     assert "stopped by an event at step 100" in r.stdout + r.stderr
     ck = pdem.restart(str(out / "checkpoint.h5"))
     assert ck.step_count == 100
+
+
+def test_progress_line_on_request(capsys):
+    sim = falling_ball()
+    sim.run(steps=50, progress=True)          # under a second: no line
+    assert capsys.readouterr().out == ""
+    import time
+    sim.events.every(10, lambda s: time.sleep(0.15), name="slow")
+    sim.run(steps=100, progress=True)         # 1.5 s: a line with the step and time left
+    out = capsys.readouterr().out
+    assert out.startswith("\rstep ") and "s left" in out and out.endswith("\n")
+    sim.run(steps=100)                        # not a terminal: quiet
+    assert capsys.readouterr().out == ""

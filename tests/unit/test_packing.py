@@ -64,7 +64,8 @@ def test_packing_settles_without_an_overlap_explosion():
     mass = 4 / 3 * math.pi * rad ** 3 * density
     dt = math.pi / math.sqrt(kn / (0.5 * mass)) / 25
     sim = pdem.Simulation(pdem.Domain((0, 0, 0), (L, L, 1.5 * L)), dt=dt, gravity=(0, 0, -9.81))
-    m = sim.material("glass", density=density, kn=kn, gamma_n=0.5 * math.sqrt(kn * mass),
+    # gamma_n is a rate (1/s): c / m* = sqrt(kn / m), damping ratio 0.35
+    m = sim.material("glass", density=density, kn=kn, gamma_n=math.sqrt(kn / mass),
                      friction=0.0)
     for point, normal in (((0, 0, 0), (0, 0, 1)), ((0, 0, 0), (1, 0, 0)), ((L, 0, 0), (-1, 0, 0)),
                           ((0, 0, 0), (0, 1, 0)), ((0, L, 0), (0, -1, 0))):
