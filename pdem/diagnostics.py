@@ -2,6 +2,7 @@
 communication volume and the debug check of particle ids."""
 import numpy as np
 
+from . import shapes
 from .errors import SimulationError
 
 PHASES = ("neighbor", "comm", "contact", "integrate", "output")
@@ -15,8 +16,12 @@ def energy(sim):
     st, n = sim.store, sim.store.n_own
     v_plus, w_plus = st.vel[:n], st.angvel[:n]
     v_minus, w_minus = sim.scheme.energy_velocities(sim)
+    rot = st.inertia[:n] * np.einsum("ij,ij->i", w_minus, w_plus)
+    if sim.shapes:      # non-spheres: their angular momentum (pdem.shapes)
+        rot = np.where(st.shape[:n] == 0, rot, 0.0)
     e = np.array([0.5 * np.sum(st.mass[:n] * np.einsum("ij,ij->i", v_minus, v_plus)),
-                  0.5 * np.sum(st.inertia[:n] * np.einsum("ij,ij->i", w_minus, w_plus)),
+                  0.5 * np.sum(rot) + (shapes.rotational_energy(st, sim.dt) if sim.shapes
+                                       else 0.0),
                   -np.sum(st.mass[:n] * (st.pos[:n] @ sim.gravity))])
     kin, rot, pot = sim.collective.sum(e)
     return {"kinetic": float(kin), "rotational": float(rot), "gravity": float(pot)}

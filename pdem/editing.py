@@ -3,7 +3,7 @@ radius or material, and external loads (a force and torque per particle added ev
 step). All collective: every rank calls with the same arguments (SPMD)."""
 import numpy as np
 
-from . import validate
+from . import shapes, validate
 from .errors import InputError
 from .particles import mass_and_inertia
 
@@ -50,6 +50,8 @@ def set_radius(sim, ids, radius):
         raise InputError("set_radius: radius[%d] = %r is larger than the domain"
                          % (big[0], float(r[big[0]])))
     idx, found = sim._local_index(ids, with_found=True)
+    shapes.refuse(sim, idx, ("set_radius", "its size is its semi_axes; remove it and add it "
+                                           "again"))
     st, dim = sim.store, sim.domain.dim
     old = st.radius[idx]
     density = st.mass[idx] / mass_and_inertia(old, 1.0, dim)[0]
@@ -68,6 +70,7 @@ def set_material(sim, ids, material):
     st.material[idx] = mat.index
     st.mass[idx], st.inertia[idx] = mass_and_inertia(st.radius[idx], mat.density,
                                                      sim.domain.dim)
+    shapes.renew(sim, idx, mat.density)           # ellipsoids: from their semi-axes
     sim._scene_changed()
 
 

@@ -26,7 +26,16 @@ FIELDS = {
     "material": (np.int32, 0),
     "blocked": (np.uint8, 0),
     "image": (np.int32, 3),
+    # shapes (issue 16, docs/ellipsoids.md): SHAPES code; semi-axes and principal moments
+    # in the body frame, and the world angular momentum at t + dt/2 (rigid_body.pyx), of
+    # non-spherical particles (zero for spheres, which use radius, inertia and angvel)
+    "shape": (np.int8, 0),
+    "semi_axes": (np.float64, 3),
+    "inertia_body": (np.float64, 3),
+    "angmom": (np.float64, 3),
 }
+
+SHAPES = {"sphere": 0, "ellipsoid": 1, "ellipse": 2}
 
 # blocked-DOF bits (pyx/integrate.pyx)
 DOF_BITS = {"x": 1, "y": 2, "z": 4, "rx": 8, "ry": 16, "rz": 32}
@@ -38,6 +47,16 @@ def mass_and_inertia(radius, density, dim, mass=None):
     volume = 4.0 / 3.0 * np.pi * radius ** 3 if dim == 3 else np.pi * radius ** 2
     m = volume * density if mass is None else mass
     return m, (0.4 if dim == 3 else 0.5) * m * radius * radius
+
+
+def ellipsoid_mass(semi_axes, density):
+    """Mass (density x 4/3 pi a1 a2 a3) and principal moments of solid ellipsoids,
+    (n, 3): I_1 = m (a2^2 + a3^2) / 5 and cyclic (a = b = c: 0.4 m r^2)."""
+    a2 = semi_axes * semi_axes
+    m = 4.0 / 3.0 * np.pi * np.prod(semi_axes, axis=1) * density
+    moments = 0.2 * m[:, None] * np.column_stack([a2[:, 1] + a2[:, 2], a2[:, 2] + a2[:, 0],
+                                                  a2[:, 0] + a2[:, 1]])
+    return m, moments
 
 
 def empty_fields(n=0):

@@ -20,7 +20,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from . import analysis, diagnostics, editing, insertion, validate
+from . import analysis, diagnostics, editing, insertion, shapes, validate
 from ._kernels import integrate
 from .collective import Collective
 from .contact import keys
@@ -142,6 +142,8 @@ class Simulation:
         self._dirty = True            # particles/materials changed: rebuild before forces
         self._build_pos = None
         self._checked_dt = False
+        self.shapes = False           # any non-sphere (the same on every rank)
+        self.rotation = shapes.Rotation()
 
     # ---------------------------------------------------------------- scene set-up
     def material(self, name, density, **params):
@@ -172,18 +174,112 @@ class Simulation:
         pos = validate.vectors("positions", positions, 3, also=dim)
         n = len(pos)
         r = validate.scalars("radii", radii, n)
-        length = self.domain.length[:dim]
+        self._check_size("radii", r)
+        if masses is not None:
+            masses = validate.scalars("masses", masses, n)
+        new, mat = self._new_particles("add_spheres", pos, material, velocities,
+                                       angular_velocities)
+        new["orient"][:, 0] = 1.0
+        new["radius"][:] = r
+        new["mass"][:], new["inertia"][:] = mass_and_inertia(r, mat.density, dim, masses)
+        if dim == 2:    # disks per unit thickness, moving in the xy plane
+            new["blocked"][:] = DOF_BITS["z"] | DOF_BITS["rx"] | DOF_BITS["ry"]
+            new["vel"][:, 2] = 0.0
+            new["angvel"][:, :2] = 0.0
+        return self._append(new)
+
+    def add_ellipsoids(self, positions, semi_axes, material, orientations=None, velocities=None,
+                       angular_velocities=None):
+        """Add solid ellipsoids (3D, explicit scheme); returns their global ids.
+        semi_axes (n, 3) along the body axes; orientations (n, 4) unit quaternions (w, x, y,
+        z) taking body to world coordinates (default: body axes = x, y, z). Contacts with
+        ellipsoids and spheres by the common normal, with planes analytically
+        (docs/ellipsoids.md). Collective: every rank passes the same full arrays."""
+        self.collective.same("add_ellipsoids", positions=positions, semi_axes=semi_axes,
+                             material=material, orientations=orientations,
+                             velocities=velocities, angular_velocities=angular_velocities)
+        if self.domain.dim != 3:
+            raise InputError("add_ellipsoids: ellipsoids need a 3D domain, got dim=%d (in 2D: "
+                             "add_ellipses)" % self.domain.dim)
+        self._shapes_supported("add_ellipsoids")
+        pos = validate.vectors("positions", positions, 3)
+        n = len(pos)
+        axes = shapes.semi_axes(semi_axes, n)
+        self._check_size("semi_axes", axes.max(axis=1))
+        q = shapes.orientations(orientations, n)
+        new, mat = self._new_particles("add_ellipsoids", pos, material, velocities,
+                                       angular_velocities)
+        shapes.fill_ellipsoids(new, axes, q, mat.density, self.threads)
+        self.shapes = True
+        return self._append(new)
+
+    def add_ellipses(self, positions, semi_axes, material, angles=None, velocities=None,
+                     angular_velocities=None):
+        """Add ellipses (2D, unit thickness, explicit scheme); returns their global ids.
+        semi_axes (n, 2): a along the body x axis, b along y; angles (n,): the turn of
+        the body x axis from the world x axis, radians (default 0); angular_velocities:
+        the spin of each (a number or one per ellipse). Collective."""
+        self.collective.same("add_ellipses", positions=positions, semi_axes=semi_axes,
+                             material=material, angles=angles, velocities=velocities,
+                             angular_velocities=angular_velocities)
+        if self.domain.dim != 2:
+            raise InputError("add_ellipses: ellipses need a 2D domain, got dim=%d (in 3D: "
+                             "add_ellipsoids)" % self.domain.dim)
+        self._shapes_supported("add_ellipses")
+        pos = validate.vectors("positions", positions, 3, also=2)
+        n = len(pos)
+        axes = shapes.semi_axes(semi_axes, n, width=2)
+        self._check_size("semi_axes", axes.max(axis=1))
+        theta = np.zeros(n) if angles is None else np.asarray(angles, dtype=float).reshape(-1)
+        if theta.size == 1:
+            theta = np.full(n, float(theta[0]))
+        if theta.shape != (n,) or not np.all(np.isfinite(theta)):
+            raise InputError("angles must be one finite number or %d (one per ellipse), got "
+                             "%r" % (n, angles))
+        new, mat = self._new_particles("add_ellipses", pos, material, velocities,
+                                       angular_velocities)
+        new["blocked"][:] = DOF_BITS["z"] | DOF_BITS["rx"] | DOF_BITS["ry"]
+        new["vel"][:, 2] = 0.0
+        new["angvel"][:, :2] = 0.0
+        shapes.fill_ellipses(new, axes, theta, mat.density, self.threads)
+        self.shapes = True
+        return self._append(new)
+
+    def _shapes_supported(self, what):
+        """Refuse non-spheres where they are not wired yet (docs/ellipsoids.md)."""
+        if self.scheme.name != "explicit":
+            raise InputError("%s: scheme %r does not support ellipsoids or ellipses (use the "
+                             "explicit scheme)" % (what, self.scheme.name))
+        if self.flags & NO_RATCH:
+            raise InputError("%s: no_ratch=True does not apply to ellipsoids or ellipses (its "
+                             "branch vectors r n assume the contact point on the line of "
+                             "centres); use no_ratch=False" % what)
+        for kind, count in (("mesh walls", len(self.mesh_walls)),
+                            ("boundary segments", len(self.segments) + len(self.points)),
+                            ("region walls", len(self.region_walls)),
+                            ("bonds", int(self.interactions["bond"].any))):
+            if count:
+                raise InputError("%s: contacts with %s are not available yet" % (what, kind))
+
+    def _check_size(self, name, r):
+        length = self.domain.length[:self.domain.dim]
         big = np.flatnonzero(2.0 * r > length.min())
         if len(big):
             i = int(big[0])
-            raise InputError("radii[%d] = %r: the sphere (diameter %.6g) is larger than the "
+            raise InputError("%s[%d] = %r: the particle (diameter %.6g) is larger than the "
                              "domain (length %.6g along axis %d)"
-                             % (i, float(r[i]), 2 * r[i], length.min(), int(np.argmin(length))))
-        if masses is not None:
-            masses = validate.scalars("masses", masses, n)
+                             % (name, i, float(r[i]), 2 * r[i], length.min(),
+                                int(np.argmin(length))))
+
+    def _new_particles(self, what, pos, material, velocities, angular_velocities):
+        """Fields of n new particles at the checked positions `pos`, with ids, velocities
+        and material set (the caller fills shape, size, mass), and their material."""
+        dim = self.domain.dim
+        n = len(pos)
         if self.next_id + n > keys.MAX_ID + 1:
-            raise InputError("add_spheres: %d particles would take ids up to %d; ids must be "
-                             "below 2**31 (contact keys hold two ids)" % (n, self.next_id + n - 1))
+            raise InputError("%s: %d particles would take ids up to %d; ids must be "
+                             "below 2**31 (contact keys hold two ids)" % (what, n,
+                                                                          self.next_id + n - 1))
         mat = self.materials.get(material)
         if dim == 2 and np.any(pos[:, 2] != 0.0):
             i = int(np.flatnonzero(pos[:, 2] != 0.0)[0])
@@ -217,18 +313,15 @@ class Simulation:
                 raise InputError("positions[%d] = %s is behind plane %d (centre %.3g on its back "
                                  "side; particles live on the side the normal %s points to)"
                                  % (i, fmt(pos[i]), k, -d[i], fmt(self.planes.normal[k])))
-        new["orient"][:, 0] = 1.0
-        new["radius"][:] = r
-        new["mass"][:], new["inertia"][:] = mass_and_inertia(r, mat.density, dim, masses)
-        if dim == 2:    # disks per unit thickness, moving in the xy plane
-            new["blocked"][:] = DOF_BITS["z"] | DOF_BITS["rx"] | DOF_BITS["ry"]
-            new["vel"][:, 2] = 0.0
-            new["angvel"][:, :2] = 0.0
         new["material"][:] = mat.index
-        self.next_id += n
+        return new, mat
+
+    def _append(self, new):
+        """Add the new particles this rank owns; their ids."""
+        self.next_id += len(new["id"])
         if self.check_ids:
             self._ids = np.concatenate([self._ids, new["id"]])
-        mine = np.flatnonzero(self.dec.owner(pos) == self.rank)
+        mine = np.flatnonzero(self.dec.owner(new["pos"]) == self.rank)
         self.store.append_owned({k: v[mine] for k, v in new.items()})
         self._scene_changed()
         self._checked_dt = False
@@ -316,6 +409,7 @@ class Simulation:
         joint of segments is no bump). Returns the segment indices. Collective."""
         self.collective.same("add_segments", x0=x0, x1=x1, material=material,
                              end_points=end_points)
+        self._no_shapes("add_segments", "boundary segments")
         x0, m = self._wall_points("add_segments", "x0", x0, material)
         x1, _ = self._wall_points("add_segments", "x1", x1, material, len(x0))
         zero = np.flatnonzero(np.all(x1 == x0, axis=1))
@@ -334,6 +428,7 @@ class Simulation:
         already there are not repeated. Returns the indices of the points given.
         Collective."""
         self.collective.same("add_points", points=points, material=material)
+        self._no_shapes("add_points", "boundary points")
         pts, m = self._wall_points("add_points", "points", points, material)
         new = self.points.new_points(pts)
         self.points.add(new, new, m.index)
@@ -364,6 +459,7 @@ class Simulation:
         (vertex_velocities, one per mesh vertex); change it later through
         sim.mesh_walls[i].motion.set_velocity(...). Collective: call on every rank. A
         fixed wall entirely outside the domain is refused."""
+        self._no_shapes("add_mesh_wall", "mesh walls")
         self.collective.same("add_mesh_wall", mesh=mesh, material=material, mode=mode,
                              cutoff_angle=cutoff_angle, velocity=velocity,
                              angular_velocity=angular_velocity, reference_point=reference_point,
@@ -390,6 +486,7 @@ class Simulation:
         signed distance), normal -grad f / |grad f|, the plane law of the material pair
         (pdem/contact/region_walls.py). Returns the wall index. Collective."""
         self.collective.same("add_region_wall", region=type(region).__name__, material=material)
+        self._no_shapes("add_region_wall", "region walls")
         m = self.materials.get(material)
         idx = self.region_walls.add(region, m.index)
         self._scene_changed()
@@ -421,7 +518,14 @@ class Simulation:
         self._checked_dt = False
         return m
 
+    def _no_shapes(self, what, walls):
+        """Refuse walls or bonds that ellipsoids and ellipses cannot touch yet."""
+        if self.shapes:
+            raise InputError("%s: contacts of ellipsoids or ellipses with %s are not available "
+                             "yet" % (what, walls))
+
     def _bonds_supported(self):
+        self._no_shapes("bonds", "bonds")
         if not isinstance(self.scheme, Explicit):
             raise InputError("bonds: the %s scheme does not support bonds (use the explicit "
                              "scheme)" % self.scheme.name)
@@ -549,6 +653,9 @@ class Simulation:
             raise InputError("block: unknown dof %r (known: %s)" % (bad[0], list(DOF_BITS)))
         mask = np.uint8(sum(DOF_BITS[d] for d in set(names)))
         idx = self._local_index(ids)
+        if mask & 56:
+            shapes.refuse(self, idx, ("block", "blocked rotations of ellipsoids are not "
+                                               "available yet"))
         self.store.blocked[idx] |= mask
 
     def set_velocity(self, ids, velocity=None, angular_velocity=None, block=False):
@@ -574,7 +681,11 @@ class Simulation:
             if block:
                 self.store.blocked[idx] |= 7
         if angular_velocity is not None:
+            if block:
+                shapes.refuse(self, idx, ("set_velocity", "blocked rotations of ellipsoids "
+                                                          "are not available yet"))
             self.store.angvel[idx] = angular_velocity[found]
+            shapes.renew(self, idx)           # ellipsoids: L from the new omega
             if block:
                 self.store.blocked[idx] |= 56
 
@@ -646,8 +757,12 @@ class Simulation:
             self._checked_dt = True
         clock = time.perf_counter()
         since_build = st.pos if self._dirty else self._build_pos
+        if self.shapes:
+            self.rotation.save(st)
         moved2 = integrate.drift(st.pos, st.vel, st.angvel, st.orient, since_build, self.dt,
                                  st.n_own, self.threads)
+        if self.shapes:                 # non-spheres: the free rotor (pdem/shapes.py)
+            self.rotation.drift(st, self.dt, self.threads)
         if self.motions:                        # motion laws: wall velocities of this step
             self.motions.apply(self)
         self.planes.move(self.dt)
@@ -664,7 +779,7 @@ class Simulation:
             self._rebuild(restore=self._restoring and not self._dirty and within)
             self.timers["neighbor"] += time.perf_counter() - t1
         else:
-            self.ghosts.refresh(st)
+            self.ghosts.refresh(st, ("orient",) if self.shapes else ())
             self.timers["comm"] += time.perf_counter() - t1
         problem, bad = self.scheme.advance(self)
         t4 = time.perf_counter()
@@ -875,6 +990,7 @@ class Simulation:
         self._dirty = dirty
         self._restoring = not dirty
         self._build_pos = build_pos
+        self.shapes = bool(self.collective.max(float(np.any(self.store.shape[:len(ids)] != 0))))
 
     # ---------------------------------------------------------------- results
     def particles(self, gather=False):
@@ -887,7 +1003,12 @@ class Simulation:
         out = {"id": st.id[:n], "position": st.pos[:n], "velocity": st.vel[:n],
                "angular_velocity": st.angvel[:n], "force": st.force[:n],
                "torque": st.torque[:n], "radius": st.radius[:n], "mass": st.mass[:n],
-               "orientation": st.orient[:n], "material": st.material[:n]}
+               "orientation": st.orient[:n], "material": st.material[:n],
+               "shape": st.shape[:n]}
+        # semi-axes and principal moments (spheres: r and their scalar moment, thrice)
+        sphere = st.shape[:n] == 0
+        out["semi_axes"] = np.where(sphere[:, None], st.radius[:n, None], st.semi_axes[:n])
+        out["inertia"] = np.where(sphere[:, None], st.inertia[:n, None], st.inertia_body[:n])
         if gather:
             out = self.collective.allgather(out)
         order = np.argsort(out["id"], kind="stable")
@@ -939,7 +1060,10 @@ class Simulation:
     def plane_forces(self):
         """Force ON each plane, (n_planes, 3): minus the sum of its contact forces on
         the particles, summed over ranks (collective)."""
-        return self.interactions["plane"].loads()
+        loads = self.interactions["plane"].loads()
+        if self.shapes:             # the same on every rank: both collective or neither
+            loads = loads + self.interactions["ellplane"].loads()
+        return loads
 
     def segment_forces(self):
         """Force ON each boundary segment, (n_segments, 3), summed over ranks (collective)."""
@@ -988,6 +1112,17 @@ class Simulation:
     def timer_stats(self):
         """Seconds per phase over ranks: {phase: (min, mean, max)} (collective)."""
         return diagnostics.timer_stats(self)
+
+    def shape_stats(self):
+        """Common-normal solves of the ellipsoid pairs so far, over ranks (collective):
+        {"contacts": contact-steps solved (pairs found in contact, summed over steps),
+        "iterations_mean": Newton/LM iterations per contact per step, "iterations_max"}.
+        A pair crossing ranks is counted on each rank that computes it."""
+        s = self.interactions["ellpair"].stats
+        n, total = self.collective.sum(s[:2].copy())
+        most = self.collective.max(s[2:3].copy())[0]
+        return {"contacts": int(n), "iterations_mean": float(total / n) if n else 0.0,
+                "iterations_max": int(most)}
 
     def comm_stats(self):
         """Per rank (list indexed by rank; collective): owned particles, ghosts, and bytes

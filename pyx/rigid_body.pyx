@@ -181,3 +181,58 @@ def run_free(orient, angmom, inertia, double dt, int steps, int every=1, int n_t
             if s % every == 0:
                 o[s // every, :, :] = q
     return out
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def drift_bodies(const int[::1] idx, const double[:, ::1] q_start, double[:, ::1] orient,
+                 const double[:, ::1] angmom, double[:, ::1] angvel,
+                 const double[:, ::1] inertia, double dt, int n_threads):
+    """drift_rotation of the particles idx (the non-spherical ones of the engine's store):
+    orient[idx[j]] = q_start[j] advanced by dt (q_start: their orientations at t, saved
+    before integrate.drift rotated every particle as a sphere), angvel[idx[j]] =
+    omega(t+dt/2)."""
+    cdef Py_ssize_t j
+    cdef int i
+    for j in prange(idx.shape[0], nogil=True, schedule='static', num_threads=max(1, n_threads)):
+        i = idx[j]
+        orient[i, 0] = q_start[j, 0]; orient[i, 1] = q_start[j, 1]
+        orient[i, 2] = q_start[j, 2]; orient[i, 3] = q_start[j, 3]
+        _drift_one(i, orient, angmom, angvel, inertia, dt)
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def kick_bodies(const int[::1] idx, const double[:, ::1] orient, double[:, ::1] angmom,
+                double[:, ::1] angvel, const double[:, ::1] torque,
+                const double[:, ::1] inertia, double dt, int n_threads):
+    """kick_rotation of the particles idx: L(t+3dt/2) = L(t+dt/2) + torque(t+dt) dt, and
+    angvel = R I^-1 R^T L with R = R(q(t+dt)) (the angular velocity reported between
+    steps; the next drift replaces it by the mid-step one). Returns the first idx entry
+    whose L is not finite, or -1."""
+    cdef Py_ssize_t j
+    cdef int i
+    cdef double check = 0.0
+    for j in prange(idx.shape[0], nogil=True, schedule='static', num_threads=max(1, n_threads)):
+        i = idx[j]
+        angmom[i, 0] = angmom[i, 0] + torque[i, 0] * dt
+        angmom[i, 1] = angmom[i, 1] + torque[i, 1] * dt
+        angmom[i, 2] = angmom[i, 2] + torque[i, 2] * dt
+        _angvel_one(i, orient, angmom, angvel, inertia)
+        check += 0.0 * (angmom[i, 0] + angmom[i, 1] + angmom[i, 2])
+    if check == 0.0:
+        return -1
+    for j in range(idx.shape[0]):
+        i = idx[j]
+        if not (isfinite(angmom[i, 0]) and isfinite(angmom[i, 1]) and isfinite(angmom[i, 2])):
+            return i
+    return -1
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef void _angvel_one(Py_ssize_t i, const double[:, ::1] orient, const double[:, ::1] angmom,
+                      double[:, ::1] angvel, const double[:, ::1] inertia) noexcept nogil:
+    cdef quat q
+    q.w = orient[i, 0]; q.x = orient[i, 1]; q.y = orient[i, 2]; q.z = orient[i, 3]
+    vst(&angvel[i, 0], world_angvel(q, vld(&angmom[i, 0]), vld(&inertia[i, 0])))

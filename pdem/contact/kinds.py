@@ -23,7 +23,8 @@ number of ranks and threads.
 """
 import numpy as np
 
-from .._kernels import cells, contacts as ck, facets as fk, segments as sk
+from .._kernels import cells, contacts as ck, ellipsoid_contacts as ek, facets as fk, \
+    segments as sk
 from . import keys
 from .facet_contacts import facet_contacts
 from .wall_motion import barycentric
@@ -76,6 +77,29 @@ def overlap_message(sim, ratio, who, radius=None, behind=None):
     return text + ": time step too large or stiffness too low"
 
 
+def pair_candidates(sim, b):
+    """(i1, i2, key) of the Verlet pair list at the build `b`, sorted by key, periodic
+    duplicates dropped (pyx/cells.pyx); computed once per build and shared by the pair
+    kinds, which split it by shape."""
+    if getattr(b, "pairs", None) is None:
+        st = sim.store
+        b.pairs = cells.build_pair_rows(st.pos, st.image, sim.box_length, st.radius, st.id,
+                                        b.n_own, b.skin)
+    return b.pairs
+
+
+def shaped(sim, *particles):
+    """Mask of the rows whose particles (local indices, one array per slot) include a
+    non-sphere; None when no particle of the simulation is one (nothing to split)."""
+    if not sim.shapes:
+        return None
+    shape = sim.store.shape
+    mask = shape[particles[0]] != 0
+    for p in particles[1:]:
+        mask |= shape[p] != 0
+    return mask
+
+
 NO_ROWS = (np.zeros(0, np.int32), np.zeros(0, np.int8), np.zeros((0, NCOLS)))
 
 
@@ -83,6 +107,7 @@ class Interaction:
     name = None             # contacts()["kind"]
     in_pass = False         # compute() can add its rows to the force sums (one thread)
     contact = True          # its rows are contacts (contacts(), n_contacts, NSCD); bonds are not
+    nscd = True             # the NSCD scheme solves its rows (kind.gaps)
 
     def __init__(self, sim):
         self.sim = sim
@@ -212,11 +237,10 @@ class PairContacts(TwoBodyRows):
     in_pass = True
 
     def build(self, b):
-        sim = self.sim
-        st = sim.store
-        # rows sorted by key, periodic duplicates dropped (pyx/cells.pyx)
-        i1, i2, key = cells.build_pair_rows(st.pos, st.image, sim.box_length, st.radius, st.id,
-                                            b.n_own, b.skin)
+        i1, i2, key = pair_candidates(self.sim, b)
+        mask = shaped(self.sim, i1, i2)
+        if mask is not None:             # pairs with an ellipsoid: EllipsoidPairs
+            i1, i2, key = i1[~mask], i2[~mask], key[~mask]
         # state memory: that of the list built before the last one (free once the
         # last one, or the rows migration made from it, has been carried over)
         rows = ContactBatch(i1, i2, key, spare=getattr(self, "_spare", None))
@@ -256,6 +280,9 @@ class PlaneContacts(WallContacts):
         sim = self.sim
         st, pl = sim.store, sim.planes
         wp, ww = cells.build_plane_pairs(st.pos, st.radius, b.n_own, pl.point, pl.normal, b.skin)
+        mask = shaped(sim, wp)
+        if mask is not None:             # ellipsoids: EllipsoidPlaneContacts
+            wp, ww = wp[~mask], ww[~mask]
         rows = ContactBatch(wp, ww, keys.make(st.id[wp], ww))
         rows.carry_from(self.batch)
         self.batch = rows
@@ -507,6 +534,163 @@ class PointContacts(FootContacts):
             np.add.at(ptr, pairs[:, 0] + 1, 1)
             self._ends = (size, (np.cumsum(ptr), pairs[:, 1].astype(np.int32)))
         return self._ends[1]
+
+
+def failed_solve(sim, kind, k, id1, id2):
+    """The message of a common-normal solve that failed (never silent, issue 16)."""
+    b = kind.batch
+    what = "did not converge in %d iterations" % kind.iters[k] \
+        if kind.status[k] == ek_status("failed") else "had non-finite or non-positive input"
+    return ("step %d (t=%.6g): the common-normal contact solve of particles %d and %d %s "
+            "(active contact: %s; max_iter=%d)" % (sim.step_count, sim.time, min(id1, id2),
+                                                   max(id1, id2), what, bool(b.active[k]),
+                                                   kind.max_iter))
+
+
+def ek_status(name):
+    from .._kernels.ellipsoid import STATUS
+    return STATUS[name]
+
+
+class ShapeRows:
+    """Per-row outputs of the ellipsoid kernels besides the contact row: the branch
+    vectors b1 = c - x1, b2 = c - x2 of the last compute (the torque levers), sized at
+    each build; iteration statistics (shape_stats)."""
+    nscd = False                    # ellipsoids are refused with NSCD (add_ellipsoids)
+    tol = 1e-10                     # common-normal convergence, relative to the size
+    max_iter = 50
+    warm = True                     # start from the last normal (False: benchmarks)
+
+    def _sized(self):
+        m = len(self.batch)
+        self.branch = np.zeros((m, 6))
+        self.iters = np.zeros(m, np.int32)
+        self.status = np.zeros(m, np.int8)
+
+    def _public_shape(self, a, id1, id2, wall, point):
+        b = self.batch
+        out = {"kind": np.full(len(a), self.name), "wall": np.asarray(wall, np.int64),
+               "id1": np.asarray(id1, np.int64), "id2": np.asarray(id2, np.int64),
+               "point": point, "normal": b.T[a, :3], "overlap": -b.u[a, 0],
+               "force": b.force[a],
+               "torque": ek.row_torques(np.ascontiguousarray(b.state[a]),
+                                        np.ascontiguousarray(self.branch[a]), 2)}
+        for k in ("u", "phi", "u0", "phi0"):
+            out[k] = getattr(b, k)[a]
+        return out
+
+
+@register
+class EllipsoidPairs(ShapeRows, TwoBodyRows):
+    """Pairs of the Verlet list with at least one ellipsoid (the other an ellipsoid or a
+    sphere): common-normal geometry (pyx/ellipsoid_contacts.pyx), then L6Geom and the
+    pair's law as for spheres."""
+    name = "ellpair"
+
+    def __init__(self, sim):
+        super().__init__(sim)
+        self._sized()
+        self.stats = np.zeros(3)        # contact solves, their iterations, the most
+
+    def build(self, b):
+        sim = self.sim
+        if not sim.shapes:
+            self.take(ContactBatch(), b)
+        else:
+            i1, i2, key = pair_candidates(sim, b)
+            mask = shaped(sim, i1, i2)
+            rows = ContactBatch(i1[mask], i2[mask], key[mask])
+            rows.carry_from(self.batch)
+            self.take(rows, b)
+        self._sized()
+
+    def compute(self, table, nmat, f, t):
+        sim, b = self.sim, self.batch
+        st = sim.store
+        if len(b) == 0:
+            return None
+        ratio, k, failed, n, it_sum, it_max = ek.ellipsoid_pairs(
+            b.i1, b.i2, st.pos, st.image, sim.box_length, st.vel, st.angvel, st.orient,
+            st.shape, st.semi_axes, st.radius, st.mass, st.material, table, nmat, sim.dt,
+            sim.flags, self.tol, self.max_iter, b.active, b.state, self.branch, self.iters,
+            self.status, sim.threads, planar=sim.domain.dim == 2, warm=self.warm)
+        self.stats += (n, it_sum, 0)
+        self.stats[2] = max(self.stats[2], it_max)
+        if failed >= 0:
+            return failed_solve(sim, self, failed, st.id[b.i1[failed]], st.id[b.i2[failed]])
+        if k >= 0 and not (ratio <= sim.max_overlap):
+            i, j = st.id[b.i1[k]], st.id[b.i2[k]]
+            return overlap_message(sim, ratio, "particles %d and %d" % (min(i, j), max(i, j)))
+        return None
+
+    def add_forces(self, f, t, flags, threads):
+        b = self.batch
+        if len(b):
+            ek.add_forces(self.owner1, self.owner2, b.active, b.state, self.branch, f, t)
+
+    def public(self):
+        b, st = self.batch, self.sim.store
+        a = np.flatnonzero(b.active)
+        a = a[self.owner1[a] >= 0]
+        p, q = b.i1[a], b.i2[a]
+        return self._public_shape(a, st.id[p], st.id[q], np.full(len(a), -1),
+                                  st.pos[p] + self.branch[a, :3])
+
+
+@register
+class EllipsoidPlaneContacts(ShapeRows, WallContacts):
+    """Ellipsoids within the skin of an infinite plane: analytic support point (the
+    plane's normal is the contact normal), then L6Geom and the law."""
+    name = "ellplane"
+
+    def __init__(self, sim):
+        super().__init__(sim)
+        self._sized()
+
+    def build(self, b):
+        sim = self.sim
+        st, pl = sim.store, sim.planes
+        if not sim.shapes:
+            self.batch = ContactBatch()
+        else:
+            wp, ww = cells.build_plane_pairs(st.pos, st.radius, b.n_own, pl.point, pl.normal,
+                                             b.skin)
+            mask = shaped(sim, wp)
+            wp, ww = wp[mask], ww[mask]
+            rows = ContactBatch(wp, ww, keys.make(st.id[wp], ww))
+            rows.carry_from(self.batch)
+            self.batch = rows
+        self._sized()
+
+    def n_elements(self):
+        return len(self.sim.planes)
+
+    def compute(self, table, nmat, f, t):
+        sim, b = self.sim, self.batch
+        st, pl = sim.store, sim.planes
+        if len(b) == 0:
+            return None
+        ratio, k = ek.ellipsoid_plane(b.i1, b.i2, st.pos, st.vel, st.angvel, st.orient,
+                                      st.semi_axes, st.mass, st.material, pl.point, pl.normal,
+                                      pl.vel, pl.material, table, nmat, sim.dt, sim.flags,
+                                      b.active, b.state, self.branch, sim.threads,
+                                      planar=sim.domain.dim == 2)
+        if k >= 0 and not (ratio <= sim.max_overlap):
+            p, w = b.i1[k], b.i2[k]
+            return overlap_message(sim, ratio, "ellipsoid %d and plane %d" % (st.id[p], w))
+        return None
+
+    def add_forces(self, f, t, flags, threads):
+        b = self.batch
+        if len(b):
+            ek.add_forces(None, b.i1, b.active, b.state, self.branch, f, t)
+
+    def public(self):
+        b, st = self.batch, self.sim.store
+        a = np.flatnonzero(b.active)
+        p = b.i1[a]
+        return self._public_shape(a, np.full(len(a), -1), st.id[p], b.i2[a],
+                                  st.pos[p] + self.branch[a, 3:])
 
 
 from .bonds import BondContacts  # noqa: E402,F401  (registered last: its sums come last)

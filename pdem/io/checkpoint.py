@@ -4,7 +4,7 @@ One HDF5 file written collectively (h5py `mpio` driver) to `<path>.tmp` and rena
 to `<path>` by rank 0 only once every rank has closed it, so a crash or a full disk
 never destroys the previous good checkpoint.
 
-Layout (version 6): root attributes hold the scalars (step, time, clock_t0, clock_step0,
+Layout (version 7): root attributes hold the scalars (step, time, clock_t0, clock_step0,
 dt, skin, flags, next id, options) and JSON of the domain, materials, pair overrides,
 time-stepping scheme ({"name", "options"}: pdem.scheme.from_description) and bonds (bond
 materials, the longest bond), `events_fired` (JSON: names of the once-events that have
@@ -15,7 +15,8 @@ fired, pdem/events.py), `motions` (JSON: the wall motion laws, pdem/motion.py),
 `segments/{a,b,material}` and `points/{a,b,material}` (2D boundary segments and points,
 a == b); `region_walls/{material,<i>}` (level-set walls, each region pickled);
 `particles/<field>` for every field of pdem.particles.FIELDS plus `build_pos`, the
-position at the last neighbor build (rows in no particular order; ids stored);
+position at the last neighbor build (rows in no particular order; ids stored; the shape
+fields since version 7, zero = spheres when reading older files);
 `interactions/<kind>/{key,active,state}` for every interaction kind (pdem.contact.kinds:
 pair, plane, mesh, ...), the active contact rows (L6Geom state and law history) keyed as
 pdem.contact.keys says, each contact written once (by the rank owning its first
@@ -50,9 +51,13 @@ from ..particles import FIELDS
 from ..scheme import from_description
 from .frames import collective_transfer, row_offsets, write_slab
 
-VERSION = 6         # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bit id keys;
-                    # 4: 2D boundary segments and points; 5: bonds; 6: region walls
-READS = (5, 6)      # a version 5 file has no region walls (none are read)
+VERSION = 7         # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bit id keys;
+                    # 4: 2D boundary segments and points; 5: bonds; 6: region walls;
+                    # 7: particle shapes (shape, semi_axes, inertia_body, angmom) and the
+                    # ellipsoid kinds
+READS = (5, 6, 7)   # older files: no region walls (5), no shapes (5, 6): spheres only
+SHAPE_FIELDS = ("shape", "semi_axes", "inertia_body", "angmom")     # since version 7
+SHAPE_KINDS = ("ellpair", "ellplane")
 ELEMENT_FIELDS = ("a", "b", "material")      # pdem.contact.walls.Segments
 ROW_LAYOUT = json.dumps({"columns": COLUMNS, "ncols": NCOLS, "key_bits": keys.BITS})
 CHUNK = 1 << 20                     # rows read at a time on restart
@@ -154,14 +159,16 @@ def _open(path, comm):
         else:
             need = ["planes/" + k for k in ("point", "normal", "vel", "material")] + \
                 ["%s/%s" % (g, k) for g in ("segments", "points") for k in ELEMENT_FIELDS] + \
-                ["particles/" + k for k in list(FIELDS) + ["build_pos"]] + \
+                ["particles/" + k for k in list(FIELDS) + ["build_pos"]
+                 if k not in SHAPE_FIELDS or f.attrs["version"] >= 7] + \
                 ["interactions/%s/%s" % (c.name, k) for c in KINDS
-                 for k in ("key", "active", "state") if c.name != "region" or
-                 f.attrs["version"] >= 6] + ["mesh_walls"] + \
+                 for k in ("key", "active", "state") if (c.name != "region" or
+                 f.attrs["version"] >= 6) and (c.name not in SHAPE_KINDS or
+                                               f.attrs["version"] >= 7)] + ["mesh_walls"] + \
                 ["bonds_broken/" + k for k in BROKEN_FIELDS]
             missing = [k for k in need if k not in f]
             counts = {len(f["particles/" + k]) for k in list(FIELDS) + ["build_pos"]
-                      if k not in missing}
+                      if "particles/" + k in f}
             layouts = {f["interactions/" + c.name].attrs.get("layout") for c in KINDS
                        if "interactions/" + c.name in f}
             if not missing and layouts != {ROW_LAYOUT}:
@@ -225,7 +232,7 @@ def read(path, simulation, comm=None, threads=None, dims=None):
         sim.next_id, sim.n_rebuilds = int(a["next_id"]), int(a["n_rebuilds"])
         sim.events.fired = set(json.loads(a["events_fired"])) if "events_fired" in a else set()
         # particles: each rank keeps those in its subdomain
-        own = {k: [] for k in list(FIELDS) + ["build_pos"]}
+        own = {k: [] for k in list(FIELDS) + ["build_pos"] if "particles/" + k in f}
         pos = f["particles/pos"]
         for start, p in _chunks(pos):
             keep = np.flatnonzero(sim.dec.owner(p) == sim.rank)
@@ -236,11 +243,15 @@ def read(path, simulation, comm=None, threads=None, dims=None):
                                                          f["particles/" + k].dtype)
                for k, v in own.items()}
         build_pos = own.pop("build_pos")
+        for k in FIELDS:                # shape fields of a file before version 7: spheres
+            if k not in own:
+                dtype, width = FIELDS[k]
+                own[k] = np.zeros((len(build_pos), width) if width else len(build_pos), dtype)
         sim.store.append_owned(own)
         # contact rows with a particle this rank owns (a wall's partner is no particle)
         ids = np.sort(own["id"])
         for name, kind in sim.interactions.items():
-            if "interactions/" + name not in f:      # region rows in a version 5 file
+            if "interactions/" + name not in f:      # a kind newer than the file
                 continue
             g = f["interactions/" + name]
             rows = {"key": [], "active": [], "state": []}

@@ -28,9 +28,11 @@ from .xdmf import XdmfIndex, describe
 # field -> physical dimension (pdem works in any consistent unit system, e.g. SI)
 PARTICLE_FIELDS = {"id": "1", "position": "L", "velocity": "L/T", "angular_velocity": "1/T",
                    "orientation": "1", "radius": "L", "force": "M L/T^2",
-                   "torque": "M L^2/T^2", "material": "1", "mass": "M"}
+                   "torque": "M L^2/T^2", "material": "1", "mass": "M", "shape": "1",
+                   "semi_axes": "L", "inertia": "M L^2"}
 DEFAULT_FIELDS = ("id", "position", "velocity", "angular_velocity", "orientation", "radius",
                   "force", "torque", "material")
+SHAPE_FIELDS = ("shape", "semi_axes")   # added to the defaults when non-spheres exist
 CONTACT_FIELDS = {"kind": "1", "wall": "1", "id1": "1", "id2": "1", "point": "L", "normal": "1", "force": "M L/T^2",
                   "overlap": "L", "torque": "M L^2/T^2", "u": "L", "phi": "1", "u0": "L",
                   "phi0": "1"}
@@ -137,6 +139,16 @@ def write_slab(dset, start, rows, dxpl):
     dset.id.write(mspace, fspace, np.ascontiguousarray(rows), dxpl=dxpl)
 
 
+def shape_tensors(q, a):
+    """(n, 9) row-major R(q) diag(a) R(q)^T of unit quaternions q (w, x, y, z)."""
+    w, x, y, z = q.T
+    R = np.stack([np.column_stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)]),
+                  np.column_stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)]),
+                  np.column_stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)])],
+                 axis=1)
+    return np.einsum("nik,nk,njk->nij", R, a, R).reshape(-1, 9)
+
+
 class ResultFile:
     """HDF5 result file of `sim` at `path` (collective; created, or truncated).
 
@@ -159,7 +171,8 @@ class ResultFile:
     def __init__(self, path, sim, fields=None, contacts=False, float32_positions=False,
                  every=None, series_every=None, collective=True, series_buffer=64,
                  series_extra=None, joined=None):
-        self.fields = _choose("fields", fields, list(PARTICLE_FIELDS), DEFAULT_FIELDS)
+        self.fields = _choose("fields", fields, list(PARTICLE_FIELDS),
+                              DEFAULT_FIELDS + (SHAPE_FIELDS if sim.shapes else ()))
         if "id" not in self.fields:
             self.fields = ("id",) + self.fields
         self.contact_fields = () if contacts is False or contacts is None else _choose(
@@ -275,6 +288,12 @@ class ResultFile:
             rows = p[f].astype(np.float32) if (f == "position" and self.float32) else p[f]
             d = self._rows(pg, f, rows, p0, np_, PARTICLE_FIELDS[f])
             desc["particles"][f] = (d.shape, d.dtype)
+        if sim.shapes and "semi_axes" in self.fields and "orientation" in self.fields:
+            # R diag(a) R^T: eigenvectors the body axes, eigenvalues the semi-axes
+            # (ParaView's Tensor Glyph draws the ellipsoids: docs/ellipsoid_glyphs.py)
+            d = self._rows(pg, "shape_tensor", shape_tensors(p["orientation"], p["semi_axes"]),
+                           p0, np_, "L")
+            desc["particles"]["shape_tensor"] = (d.shape, d.dtype)
         if self.contact_fields:
             g.attrs["n_contacts"] = nc
             desc["n_contacts"], desc["contacts"] = nc, {}

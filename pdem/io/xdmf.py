@@ -5,8 +5,8 @@ The .xdmf is light data only: one temporal collection of grids, one grid per
 frame, Polyvertex topology (one vertex cell per particle, its connectivity read
 from frames/<f>/xdmf/vertex, so that ParaView's default Surface view shows them),
 Geometry XYZ read from the frame's position dataset, and every other dataset of
-the frame as a node attribute (Scalar, Vector, or Matrix for 4-component
-orientations). Data items point into the .h5 file by a path relative to the
+the frame as a node attribute (Scalar, Vector, Tensor for the 9 components of the
+ellipsoids' shape tensors, or Matrix for 4-component orientations). Data items point into the .h5 file by a path relative to the
 .xdmf, so the two files can be moved together. When contacts are written, a
 second temporal collection holds them as force-chain lines (Polyline cells of two
 nodes: the centres of the two particles, or the contact point and the particle's
@@ -53,7 +53,7 @@ def _attributes(grid, h5name, group, datasets, skip, center):
         if field in skip:
             continue
         ncomp = shape[1] if len(shape) > 1 else 1
-        kind = {1: "Scalar", 3: "Vector"}.get(ncomp, "Matrix")
+        kind = {1: "Scalar", 3: "Vector", 9: "Tensor"}.get(ncomp, "Matrix")
         att = ET.SubElement(grid, "Attribute", Name=field, AttributeType=kind, Center=center)
         _data_item(att, h5name, "%s/%s" % (group, field), shape, dtype)
 

@@ -204,7 +204,7 @@ class NSCD(Scheme):
         parts = []      # (code, kind index, rows, i, j, id_i, id_j, normal, gap, vb, pair index)
         for b, kind in enumerate(sim.interactions.values()):
             rec = kind.batch
-            if not kind.contact:
+            if not kind.contact or not kind.nscd:
                 continue
             if kind.name == "pair":
                 normal, gap = np.empty((len(rec), 3)), np.empty(len(rec))
@@ -247,7 +247,7 @@ class NSCD(Scheme):
         live = (contacts.pn > 0.0) | (contacts.gap < 0.0)
         for b, kind in enumerate(sim.interactions.values()):
             rec = kind.batch
-            if not kind.contact:
+            if not kind.contact or not kind.nscd:
                 continue
             rec.active[:] = 0
             sel = np.flatnonzero(batch == b)

@@ -81,9 +81,10 @@ class GhostExchange:
         self.source, self.n_pool_owned = src, n_pool_owned
         return {k: image if k == "image" else np.take(pool[k], src, axis=0) for k in pool}
 
-    def refresh(self, store):
-        """Copy the current positions and velocities of the sources into the ghosts."""
-        self.refresh_arrays([store.f[name] for name in REFRESHED])
+    def refresh(self, store, extra=()):
+        """Copy the current positions and velocities of the sources into the ghosts (and
+        the fields `extra`: the orientations when non-spherical particles exist)."""
+        self.refresh_arrays([store.f[name] for name in REFRESHED + tuple(extra)])
 
     def refresh_arrays(self, arrays, tag=100):
         """Copy the source rows of each array (rows = local particles, ghosts after the

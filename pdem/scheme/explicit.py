@@ -43,8 +43,9 @@ class Explicit(Scheme):
             check_timestep(sim)
 
     def after_build(self, sim):
-        pairs = sim.interactions["pair"].batch
-        check_pair_laws(sim, pairs.i1, pairs.i2)
+        for name in ("pair", "ellpair"):
+            pairs = sim.interactions[name].batch
+            check_pair_laws(sim, pairs.i1, pairs.i2)
 
     def advance(self, sim):
         """Contact forces and their per-particle sums, then the kick. With one thread
@@ -62,8 +63,13 @@ class Explicit(Scheme):
         sim.sum_forces(skip_in_pass=in_pass)
         t1 = time.perf_counter()
         sim.timers["contact"] += t1 - clock
+        if sim.shapes:                  # non-spheres: integrate.kick's rotation undone
+            omega = st.angvel[sim.rotation.index(st)]
         bad = integrate.kick(st.vel, st.angvel, st.force, st.torque, st.mass, st.inertia,
                              st.blocked, sim.gravity, sim.dt, st.n_own, sim.threads)
+        if sim.shapes:                  # ... and L kicked instead (pdem/shapes.py)
+            bad_l = sim.rotation.kick(st, sim.dt, sim.threads, omega)
+            bad = bad if bad >= 0 else bad_l
         sim.timers["integrate"] += time.perf_counter() - t1
         return problem, bad
 

@@ -134,7 +134,8 @@ def test_info_on_result_file_and_checkpoint(reference):
     assert re.search(r"kind: +checkpoint", r.stdout)
     assert re.search(r"step: +%d$" % STEPS, r.stdout, re.M)
     assert re.search(r"particles: +288$", r.stdout, re.M)
-    assert re.search(r"contacts: +\d+ \(\d+ pair, \d+ plane, \d+ mesh, \d+ segment, \d+ point, \d+ region\)", r.stdout)
+    assert re.search(r"contacts: +\d+ \(\d+ pair, \d+ plane, \d+ mesh, \d+ segment, \d+ point, "
+                     r"\d+ ellpair, \d+ ellplane, \d+ region\)", r.stdout)
     assert re.search(r"mesh walls: +none$", r.stdout, re.M)
 
 

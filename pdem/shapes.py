@@ -1,0 +1,182 @@
+"""Non-spherical particles (issue 16, docs/ellipsoids.md): input checks of
+add_ellipsoids and the rigid-body rotation of the non-spheres in the leap-frog step.
+
+A non-sphere's state: orientation q at t (the store's `orient`), world angular momentum
+L at t + dt/2 (`angmom`), principal moments (`inertia_body`), semi-axes; its `radius` is
+the bounding radius (the largest semi-axis: cell and Verlet lists, ghost cutoff), its
+scalar `inertia` the smallest principal moment (time-step checks). Spheres keep
+integrate.drift / kick; the non-spheres, listed once per store layout, are rotated by
+pyx/rigid_body.pyx (the free-rotor splitting of Dullweber, Leimkuhler and McLachlan
+1997): nothing here runs in a sphere-only simulation.
+"""
+import numpy as np
+
+from ._kernels import rigid_body
+from .errors import InputError
+from .particles import SHAPES, ellipsoid_mass
+
+UNIT_TOLERANCE = 1e-6           # |q| - 1 accepted in orientations (then normalized)
+
+
+def semi_axes(value, n, width=3):
+    """(n, width) finite positive semi-axes (3: ellipsoids, 2: ellipses); one clear line
+    naming the first bad value."""
+    a = np.asarray(value, dtype=float)
+    if a.ndim == 1 and a.shape == (width,):
+        a = np.tile(a, (n, 1))
+    if a.shape != (n, width):
+        raise InputError("semi_axes must have shape (%d, %d) (%s semi-axes per %s), got %s"
+                         % (n, width, "three" if width == 3 else "two",
+                            "ellipsoid" if width == 3 else "ellipse", a.shape))
+    bad = np.flatnonzero(~np.all(np.isfinite(a) & (a > 0.0), axis=1))
+    if len(bad):
+        i = int(bad[0])
+        raise InputError("semi_axes[%d] = %s: semi-axes must be finite and > 0"
+                         % (i, a[i].tolist()))
+    return np.ascontiguousarray(a)
+
+
+def orientations(value, n):
+    """(n, 4) unit quaternions (w, x, y, z), body to world; None: the identity."""
+    if value is None:
+        q = np.zeros((n, 4))
+        q[:, 0] = 1.0
+        return q
+    q = np.asarray(value, dtype=float)
+    if q.ndim == 1 and q.shape == (4,):
+        q = np.tile(q, (n, 1))
+    if q.shape != (n, 4):
+        raise InputError("orientations must have shape (%d, 4) (unit quaternions w, x, y, "
+                         "z), got %s" % (n, q.shape))
+    norm = np.linalg.norm(q, axis=1)
+    bad = np.flatnonzero(~(np.abs(norm - 1.0) <= UNIT_TOLERANCE))
+    if len(bad):
+        i = int(bad[0])
+        raise InputError("orientations[%d] = %s is not a unit quaternion (norm %.9g, tolerance "
+                         "%g)" % (i, q[i].tolist(), float(norm[i]), UNIT_TOLERANCE))
+    return np.ascontiguousarray(q / norm[:, None])
+
+
+def fill_ellipsoids(new, axes, q, density, threads):
+    """The shape fields of new ellipsoids (fields dict of pdem.particles), angular
+    velocities given in new["angvel"]: L = R I R^T omega."""
+    m, moments = ellipsoid_mass(axes, density)
+    new["shape"][:] = 1
+    new["semi_axes"][:] = axes
+    new["inertia_body"][:] = moments
+    new["orient"][:] = q
+    new["radius"][:] = axes.max(axis=1)
+    new["mass"][:] = m
+    new["inertia"][:] = moments.min(axis=1)
+    rigid_body.angmom_from_angvel(q, np.ascontiguousarray(new["angvel"]), moments,
+                                  new["angmom"], threads)
+
+
+def refuse(sim, idx, what):
+    """InputError on every rank when any of the local particles idx is a non-sphere
+    (collective when the simulation has non-spheres: the same on every rank)."""
+    if not sim.shapes:
+        return
+    st = sim.store
+    bad = np.flatnonzero(st.shape[idx] != 0)
+    message = None if not len(bad) else (
+        "%s: particle id %d is an ellipsoid (%s)" % (what[0], st.id[idx][bad[0]], what[1]))
+    sim.collective.raise_if_any(message, InputError)
+
+
+def renew(sim, idx, density=None):
+    """After editing local particles idx: the non-spheres among them get their mass and
+    principal moments from `density` (None: unchanged) and L = R I R^T omega from their
+    angular velocity."""
+    if not sim.shapes:
+        return
+    st = sim.store
+    idx = np.asarray(idx)[st.shape[idx] != 0]
+    if not len(idx):
+        return
+    if density is not None:
+        m, moments = ellipsoid_mass(st.semi_axes[idx], density)
+        st.mass[idx], st.inertia_body[idx], st.inertia[idx] = m, moments, moments.min(axis=1)
+    L = np.zeros((len(idx), 3))
+    rigid_body.angmom_from_angvel(np.ascontiguousarray(st.orient[idx]),
+                                  np.ascontiguousarray(st.angvel[idx]),
+                                  np.ascontiguousarray(st.inertia_body[idx]), L, 1)
+    st.angmom[idx] = L
+
+
+def fill_ellipses(new, axes, angles, density, threads):
+    """The shape fields of new 2D ellipses (per unit thickness, in the xy plane):
+    semi-axes (a, b, 0), orientation the rotation by `angles` about z, mass density x
+    pi a b, moments (m b^2/4, m a^2/4, m (a^2 + b^2)/4) (only the last one acts)."""
+    a, b = axes[:, 0], axes[:, 1]
+    m = density * np.pi * a * b
+    new["shape"][:] = SHAPES["ellipse"]
+    new["semi_axes"][:, :2] = axes
+    new["inertia_body"][:] = np.column_stack([m * b * b / 4, m * a * a / 4,
+                                              m * (a * a + b * b) / 4])
+    new["orient"][:] = np.column_stack([np.cos(angles / 2), np.zeros((len(a), 2)),
+                                        np.sin(angles / 2)])
+    new["radius"][:] = np.maximum(a, b)
+    new["mass"][:] = m
+    new["inertia"][:] = new["inertia_body"][:, 2]
+    rigid_body.angmom_from_angvel(new["orient"], np.ascontiguousarray(new["angvel"]),
+                                  new["inertia_body"], new["angmom"], threads)
+
+
+class Rotation:
+    """The rigid-body rotation of the owned non-spheres in the explicit step."""
+
+    def __init__(self):
+        self._shape = None          # the store's shape array the list was made from
+        self._n_own = -1
+        self._index = None
+        self._saved = None
+
+    def index(self, store):
+        """Owned non-spheres (local indices), listed again when the store's arrays were
+        replaced (every layout change: ParticleStore.set_local). The old array is held,
+        so a new one cannot reuse its identity."""
+        if store.f["shape"] is not self._shape or store.n_own != self._n_own:
+            self._index = np.flatnonzero(store.shape[:store.n_own] != 0).astype(np.int32)
+            self._shape, self._n_own = store.f["shape"], store.n_own
+        return self._index
+
+    def save(self, store):
+        """Before integrate.drift (which rotates every particle as a sphere): q(t)."""
+        self._saved = store.orient[self.index(store)]
+
+    def drift(self, store, dt, threads):
+        """q(t) -> q(t+dt) by the free rotor with L(t+dt/2); angvel = omega(t+dt/2)."""
+        rigid_body.drift_bodies(self.index(store), self._saved, store.orient, store.angmom,
+                                store.angvel, store.inertia_body, dt, threads)
+
+    def kick(self, store, dt, threads, omega_before):
+        """After integrate.kick: L += torque dt; angvel from L and q(t) (integrate.kick's
+        isotropic update of their angvel, `omega_before`, is discarded). Returns the
+        local index of a non-finite L, or -1."""
+        idx = self.index(store)
+        store.angvel[idx] = omega_before
+        return rigid_body.kick_bodies(idx, store.orient, store.angmom, store.angvel,
+                                      store.torque, store.inertia_body, dt, threads)
+
+
+def rotational_energy(store, dt):
+    """Rotational kinetic energy of the owned non-spheres, time-centred as the explicit
+    scheme's energy: 1/2 Lb(t-dt/2) . I^-1 Lb(t+dt/2) in the body frame at q(t)."""
+    n = store.n_own
+    idx = np.flatnonzero(store.shape[:n] != 0)
+    if not len(idx):
+        return 0.0
+    q = store.orient[idx]
+    w, x, y, z = q.T
+    # rows of R^T (body axes in world coordinates), R = rotation matrix of q
+    R = np.stack([
+        np.column_stack([1 - 2 * (y * y + z * z), 2 * (x * y + w * z), 2 * (x * z - w * y)]),
+        np.column_stack([2 * (x * y - w * z), 1 - 2 * (x * x + z * z), 2 * (y * z + w * x)]),
+        np.column_stack([2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)])],
+        axis=1)
+    L_plus = store.angmom[idx]
+    L_minus = L_plus - store.torque[idx] * dt
+    bp = np.einsum("nij,nj->ni", R, L_plus)
+    bm = np.einsum("nij,nj->ni", R, L_minus)
+    return 0.5 * float(np.sum(bm * bp / store.inertia_body[idx]))
