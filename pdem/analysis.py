@@ -29,24 +29,32 @@ def _moments(sim):
     st, n = sim.store, sim.store.n_own
     moment = np.zeros((n, 9))
     count = np.zeros(n, np.int32)
-    none = np.zeros(0, np.int32)
+    none, spheres = np.zeros(0, np.int32), np.zeros((0, 6))
     for kind in sim.interactions.values():
         if not kind.contact or len(kind) == 0:
             continue
         b = kind.batch
         owners = kind.owners()
+        branch = getattr(kind, "branch", spheres)    # ellipsoid kinds: their levers
         if len(owners) == 2:
             _a.contact_moments(b.active, b.state, owners[0], b.i1, owners[1], b.i2,
-                               st.radius, moment, count)
+                               st.radius, moment, count, branch)
         else:                                       # a wall: body 2 is the owned particle
             _a.contact_moments(b.active, b.state, none, none, owners[0], b.i1,
-                               st.radius, moment, count)
+                               st.radius, moment, count, branch)
     return moment.reshape(n, 3, 3), count
 
 
 def particle_volumes(sim):
-    r = sim.store.radius[:sim.store.n_own]
-    return np.pi * r ** 2 if sim.domain.dim == 2 else 4.0 / 3.0 * np.pi * r ** 3
+    """Spheres 4/3 pi r^3, ellipsoids 4/3 pi a b c; 2D (unit thickness) pi r^2, pi a b."""
+    st, n, planar = sim.store, sim.store.n_own, sim.domain.dim == 2
+    r = st.radius[:n]
+    v = np.pi * r ** 2 if planar else 4.0 / 3.0 * np.pi * r ** 3
+    if sim.shapes:
+        shaped = st.shape[:n] != 0
+        a = st.semi_axes[:n][shaped]
+        v[shaped] = np.pi * a[:, 0] * a[:, 1] if planar else 4.0 / 3.0 * np.pi * a.prod(axis=1)
+    return v
 
 
 def particle_stress(sim, gather=False):
@@ -93,13 +101,15 @@ def stress(sim, region=None, volume=None, kinetic=True):
 def fabric(sim):
     """{"tensor": Satake's fabric sum n (x) n / N_c over particle-particle contacts,
     "contacts": N_c, "coordination": 2 N_c / N_particles}. Collective."""
-    b = sim.interactions["pair"].batch
-    kind = sim.interactions["pair"]
-    a = np.flatnonzero(b.active)
-    a = a[kind.owner1[a] >= 0]                       # each pair once: owner of id1
-    normal = b.T[a, :3]
+    normals = []
+    for name in ("pair", "ellpair"):
+        kind = sim.interactions[name]
+        b = kind.batch
+        a = np.flatnonzero(b.active)
+        normals.append(b.T[a[kind.owner1[a] >= 0], :3])     # each pair once: owner of id1
+    normal = np.concatenate(normals)
     sums = sim.collective.sum(np.concatenate([np.einsum("ci,cj->ij", normal, normal).ravel(),
-                                              [len(a), sim.store.n_own]]))
+                                              [len(normal), sim.store.n_own]]))
     n_c, n_p = sums[9], sums[10]
     return {"tensor": sums[:9].reshape(3, 3) / max(n_c, 1.0), "contacts": int(n_c),
             "coordination": 2.0 * n_c / n_p if n_p else 0.0}

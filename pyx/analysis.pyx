@@ -8,7 +8,8 @@ from contact_row cimport S_T, S_U, S_FORCE
 def contact_moments(const signed char[::1] active, const double[:, ::1] state,
                     const int[::1] owner1, const int[::1] local1,
                     const int[::1] owner2, const int[::1] local2,
-                    const double[::1] radius, double[:, ::1] moment, int[::1] coordination):
+                    const double[::1] radius, double[:, ::1] moment, int[::1] coordination,
+                    const double[:, ::1] branch):
     """Add the rows of one interaction kind to the owned particles' sums.
 
     Row k: normal n (from body 1 to body 2, row 0 of the local axes), u_n (< 0 in
@@ -17,11 +18,13 @@ def contact_moments(const signed char[::1] active, const double[:, ::1] state,
     (r_1 + u_n / 2) n with the force -F. owner1/owner2: owned index of body 1/2 or -1
     (ghost copies are summed on their own rank); an empty owner1 means body 1 is a wall
     (not counted in the coordination). moment (n_own, 9): row-major 3x3 sums, a_i f_j.
-    Rows in batch order (sorted by key): the same order on any number of ranks."""
+    Rows in batch order (sorted by key): the same order on any number of ranks.
+    branch (m, 6): the kind's own branch vectors c - x1, c - x2 (non-spheres, whose
+    contact point is off the line of centres); (0, 6): the sphere formula above."""
     cdef Py_ssize_t m = active.shape[0], k
-    cdef bint pairs = owner1.shape[0] > 0
+    cdef bint pairs = owner1.shape[0] > 0, own_branch = branch.shape[0] > 0
     cdef int p, i, j
-    cdef double arm, n[3]
+    cdef double arm, n[3], a[3]
     cdef const double* f
     with nogil:
         for k in range(m):
@@ -34,14 +37,18 @@ def contact_moments(const signed char[::1] active, const double[:, ::1] state,
             if p >= 0:
                 arm = -(radius[local2[k]] + 0.5 * state[k, S_U])
                 for i in range(3):
+                    a[i] = branch[k, 3 + i] if own_branch else arm * n[i]
+                for i in range(3):
                     for j in range(3):
-                        moment[p, 3 * i + j] += arm * n[i] * f[j]
+                        moment[p, 3 * i + j] += a[i] * f[j]
                 if pairs:
                     coordination[p] += 1
             if pairs and owner1[k] >= 0:
                 p = owner1[k]
-                arm = -(radius[local1[k]] + 0.5 * state[k, S_U])      # (r1 + u_n/2) n with -F
+                arm = radius[local1[k]] + 0.5 * state[k, S_U]     # (r1 + u_n/2) n, with -F
+                for i in range(3):
+                    a[i] = branch[k, i] if own_branch else arm * n[i]
                 for i in range(3):
                     for j in range(3):
-                        moment[p, 3 * i + j] += arm * n[i] * f[j]
+                        moment[p, 3 * i + j] -= a[i] * f[j]
                 coordination[p] += 1

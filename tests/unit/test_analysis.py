@@ -109,3 +109,21 @@ def test_bad_volume():
     sim, _ = cubic_lattice(n=3)
     with pytest.raises(pdem.InputError, match="volume"):
         sim.stress(volume=-1.0)
+
+
+def test_ellipsoid_resting_on_a_plane():
+    """The lever of an ellipsoid resting on its shortest axis c is the contact point's
+    height, c - delta/2: sigma_zz V = -(c - delta/2) m g with V = 4/3 pi a b c."""
+    a, b, c, rho, g, kn = 0.03, 0.02, 0.01, 2500.0, 9.81, 1.0e4
+    dom = pdem.Domain((-0.1, -0.1, 0), (0.1, 0.1, 0.1))
+    sim = pdem.Simulation(dom, dt=2e-5, gravity=(0, 0, -g))
+    m = sim.material("m", density=rho, kn=kn, restitution=0.1)
+    sim.add_plane((0, 0, 0), (0, 0, 1), m)
+    sim.add_ellipsoids([(0, 0, c + 1e-4)], (a, b, c), m)
+    sim.run(steps=20000)
+    volume = 4 / 3 * np.pi * a * b * c
+    mass = rho * volume
+    delta = mass * g / kn
+    s = sim.particle_stress()["stress"][0]
+    assert s[2, 2] * volume == pytest.approx(-(c - delta / 2) * mass * g, rel=1e-6)
+    assert sim.stress(volume=1.0)[2, 2] == pytest.approx(s[2, 2] * volume, rel=1e-12)
