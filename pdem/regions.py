@@ -210,6 +210,16 @@ def _frame(axis):
     return e1, np.cross(axis, e1)
 
 
+def _cylindrical(d, axis, e1):
+    """Coordinates of the vectors d about a unit axis: (t along it, rho from it, the
+    unit radial direction er; e1 on the axis itself)."""
+    t = _dot3(d, axis)
+    radial = d - t[:, None] * axis
+    rho = _norm(radial)
+    er = np.where((rho > 0.0)[:, None], radial / np.where(rho > 0.0, rho, 1.0)[:, None], e1)
+    return t, rho, er
+
+
 class _Revolved(Region):
     """A solid of revolution about the axis through `base` along `axis`, given by a
     convex polygon in the (rho, t) half-plane mirrored to rho < 0 (so the polygon is
@@ -228,12 +238,7 @@ class _Revolved(Region):
         self.bounds = (ends.min(axis=0) - ext, ends.max(axis=0) + ext)
 
     def _evaluate(self, x):
-        d = x - self.base
-        t = _dot3(d, self.axis)
-        radial = d - t[:, None] * self.axis
-        rho = _norm(radial)
-        er = np.where((rho > 0.0)[:, None], radial / np.where(rho > 0.0, rho, 1.0)[:, None],
-                      self.e1)
+        t, rho, er = _cylindrical(x - self.base, self.axis, self.e1)
         P, Q = self.poly, np.roll(self.poly, -1, axis=0)
         best = np.full(len(x), np.inf)
         bx, by = np.zeros(len(x)), np.zeros(len(x))
@@ -299,12 +304,7 @@ class Torus(Region):
         self.bounds = (self.centre - ext, self.centre + ext)
 
     def _evaluate(self, x):
-        d = x - self.centre
-        t = _dot3(d, self.axis)
-        radial = d - t[:, None] * self.axis
-        rho = _norm(radial)
-        er = np.where((rho > 0.0)[:, None], radial / np.where(rho > 0.0, rho, 1.0)[:, None],
-                      self.e1)
+        t, rho, er = _cylindrical(x - self.centre, self.axis, self.e1)
         u = rho - self.R
         q = np.sqrt(u * u + t * t)
         safe = np.where(q > 0.0, q, 1.0)

@@ -125,10 +125,15 @@ cdef inline void ell_radii(const Ell* e, v3 s, double h, v3 t1, v3 t2, double* R
     R[2] = (vdot(t2, b2) - p2 * p2) * ih
 
 
-cdef inline void tangent_basis(v3 n, v3* t1, v3* t2) noexcept nogil:
+cdef inline void tangent_basis(v3 n, v3* t1, v3* t2, bint planar) noexcept nogil:
     """A deterministic orthonormal basis of the plane orthogonal to the unit n: t1 is
-    n x e_k for the axis e_k of the smallest |n_k| (never parallel to n), t2 = n x t1."""
+    n x e_k for the axis e_k of the smallest |n_k| (never parallel to n), t2 = n x t1;
+    planar (n in the xy plane): t1 = (-n_y, n_x, 0), t2 = e_z."""
     cdef v3 e
+    if planar:
+        t1[0] = V(-n.y, n.x, 0.0)
+        t2[0] = V(0.0, 0.0, 1.0)
+        return
     cdef double ax = fabs(n.x), ay = fabs(n.y), az = fabs(n.z)
     if ax <= ay and ax <= az:
         e = V(1.0, 0.0, 0.0)
@@ -201,11 +206,7 @@ cdef inline void cn_solve(const Ell* e1, const Ell* e2, v3 n0, bint planar, doub
         if g > exit_gap:                       # separating axis: no contact
             res.status = CN_SEPARATED
             break
-        if planar:
-            t1 = V(-n.y, n.x, 0.0)
-            t2 = V(0.0, 0.0, 1.0)
-        else:
-            tangent_basis(n, &t1, &t2)
+        tangent_basis(n, &t1, &t2, planar)
         F1 = vdot(t1, d)
         F2 = 0.0 if planar else vdot(t2, d)
         ell_radii(e1, s1, h1, t1, t2, R1)

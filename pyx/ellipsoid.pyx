@@ -113,11 +113,7 @@ cdef void _plane_one(Py_ssize_t k, int p, int w, const double[:, ::1] pos,
     vst(&normal[k, 0], mm)
     vst(&point2[k, 0], vsub(e.o, s))
     vst(&point[k, 0], vsub(vsub(e.o, s), vscale(mm, 0.5 * g)))
-    if planar:
-        t1 = V(-mm.y, mm.x, 0.0)
-        t2 = V(0.0, 0.0, 1.0)
-    else:
-        tangent_basis(mm, &t1, &t2)
+    tangent_basis(mm, &t1, &t2, planar)
     ell_radii(&e, s, h, t1, t2, R)
     radius[k] = hertz_radius(R, Z, planar)
 
@@ -154,12 +150,10 @@ cdef void _support_one(Py_ssize_t k, const double[:, ::1] pos, const double[:, :
     if planar:
         e = ell2_make(&pos[k, 0], &orient[k, 0], &semi_axes[k, 0])
         n = V(dirs[k, 0], dirs[k, 1], 0.0)
-        t1 = V(-n.y, n.x, 0.0)
-        t2 = V(0.0, 0.0, 1.0)
     else:
         e = ell_make(&pos[k, 0], &orient[k, 0], &semi_axes[k, 0])
         n = vld(&dirs[k, 0])
-        tangent_basis(n, &t1, &t2)
+    tangent_basis(n, &t1, &t2, planar)
     h[k] = ell_support(&e, n, &s)
     vst(&points[k, 0], vadd(e.o, s))
     ell_radii(&e, s, h[k], t1, t2, R)

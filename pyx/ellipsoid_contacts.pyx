@@ -242,11 +242,7 @@ cdef double _plane_one(Py_ssize_t k, int p, int w, const double[:, ::1] pos,
         return -1.0
     x2 = vscale(mm, d)                       # the centre relative to the foot point
     c = vsub(vscale(mm, d - 0.5 * g), s)     # (o - s - g m / 2) relative to the foot
-    if planar:
-        t1 = V(-mm.y, mm.x, 0.0)
-        t2 = V(0.0, 0.0, 1.0)
-    else:
-        tangent_basis(mm, &t1, &t2)
+    tangent_basis(mm, &t1, &t2, planar)
     ell_radii(&e, s, h, t1, t2, R)
     Z[0] = 0.0; Z[1] = 0.0; Z[2] = 0.0
     L = contact_update(c, mm, g, x2, vld(&plane_vel[w, 0]), vld(&vel[p, 0]), V(0.0, 0.0, 0.0),

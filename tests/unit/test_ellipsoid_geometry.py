@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from pdem._kernels import ellipsoid as E
+from test_rigid_body import rot
 
 CONVERGED, SEPARATED, FAILED, BAD = (E.STATUS[k] for k in
                                      ("converged", "separated", "failed", "bad_input"))
@@ -30,13 +31,6 @@ Q0 = np.array([1.0, 0.0, 0.0, 0.0])
 
 
 # ---------------------------------------------------------------- numpy references
-def rot(q):
-    """Rotation matrices (body -> world) of unit quaternions (..., 4)."""
-    w, x, y, z = np.moveaxis(np.asarray(q, dtype=float), -1, 0)
-    return np.stack([np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-                     np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-                     np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)],
-                    -2)
 
 
 def zquat(theta):
@@ -158,16 +152,7 @@ def point_to_ellipsoid(p, q, a):
     """Distance from world points p (outside) to the ellipsoid (centre 0, q, a), by
     bisection on the multiplier t of the closest point y_i = a_i^2 p_i / (a_i^2 + t)
     (sum (a_i p_i / (a_i^2 + t))^2 = 1 is decreasing in t > 0 for an outside point)."""
-    pb = np.abs(np.einsum("...ji,...j->...i", rot(q), p))
-    lo = np.zeros(pb.shape[:-1])
-    hi = np.max(a, -1) * np.linalg.norm(pb, axis=-1)
-    for _ in range(64):
-        t = 0.5 * (lo + hi)
-        F = np.sum((a * pb / (a * a + t[..., None])) ** 2, -1) - 1.0
-        lo = np.where(F > 0, t, lo)
-        hi = np.where(F > 0, hi, t)
-    y = a * a * pb / (a * a + lo[..., None])
-    return np.linalg.norm(pb - y, axis=-1)
+    return _pt_ellipse(np.einsum("...ji,...j->...i", rot(q), p), a)
 
 
 def brute_distance_3d(x2, q1, a1, q2, a2):
@@ -241,8 +226,8 @@ def brute_distance_2d(x2, q1, a1, q2, a2):
 
 
 def _pt_ellipse(pb, a):
-    """Distance from points pb (body frame of the ellipse, outside) to the ellipse of
-    semi-axes a (2 columns), by the same bisection as point_to_ellipsoid."""
+    """Distance from points pb (body frame, outside) to the ellipse or ellipsoid of
+    semi-axes a (2 or 3 columns), by the bisection of point_to_ellipsoid."""
     pb = np.abs(pb)
     lo = np.zeros(pb.shape[:-1])
     hi = np.max(a, -1) * np.linalg.norm(pb, axis=-1)

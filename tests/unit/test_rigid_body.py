@@ -18,6 +18,7 @@ from pdem._kernels import rigid_body as RB
 
 
 def rot(q):
+    """Rotation matrices (body -> world) of unit quaternions (..., 4)."""
     w, x, y, z = np.moveaxis(np.asarray(q, dtype=float), -1, 0)
     return np.stack([np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
                      np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
