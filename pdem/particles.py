@@ -33,9 +33,11 @@ FIELDS = {
     "semi_axes": (np.float64, 3),
     "inertia_body": (np.float64, 3),
     "angmom": (np.float64, 3),
+    # the shape template (pdem/shape_templates.py) of a clump or polyhedron
+    "template": (np.int32, 0),
 }
 
-SHAPES = {"sphere": 0, "ellipsoid": 1, "ellipse": 2}
+SHAPES = {"sphere": 0, "ellipsoid": 1, "ellipse": 2}     # reserved: clump 3, polyhedron 4, polygon 5
 
 # blocked-DOF bits (pyx/integrate.pyx)
 DOF_BITS = {"x": 1, "y": 2, "z": 4, "rx": 8, "ry": 16, "rz": 32}

@@ -43,6 +43,7 @@ from .parallel.migration import migrate
 from .particles import (DOF_BITS, ParticleStore, empty_fields, mass_and_inertia,
                         spatial_permutation)
 from .scheme import Explicit, Scheme
+from .shape_templates import ShapeTemplates
 from .signals import CheckpointExit, SignalCheckpoint  # noqa: F401 (part of the API)
 from .threads import thread_count
 
@@ -143,6 +144,7 @@ class Simulation:
         self._build_pos = None
         self._checked_dt = False
         self.shapes = False           # any non-sphere (the same on every rank)
+        self.templates = ShapeTemplates()   # clump / polyhedron geometry (shape_templates.py)
         self.rotation = shapes.Rotation()
 
     # ---------------------------------------------------------------- scene set-up

@@ -4,7 +4,7 @@ One HDF5 file written collectively (h5py `mpio` driver) to `<path>.tmp` and rena
 to `<path>` by rank 0 only once every rank has closed it, so a crash or a full disk
 never destroys the previous good checkpoint.
 
-Layout (version 7): root attributes hold the scalars (step, time, clock_t0, clock_step0,
+Layout (version 8): root attributes hold the scalars (step, time, clock_t0, clock_step0,
 dt, skin, flags, next id, options) and JSON of the domain, materials, pair overrides,
 time-stepping scheme ({"name", "options"}: pdem.scheme.from_description) and bonds (bond
 materials, the longest bond), `events_fired` (JSON: names of the once-events that have
@@ -16,7 +16,8 @@ fired, pdem/events.py), `motions` (JSON: the wall motion laws, pdem/motion.py),
 a == b); `region_walls/{material,<i>}` (level-set walls, each region pickled);
 `particles/<field>` for every field of pdem.particles.FIELDS plus `build_pos`, the
 position at the last neighbor build (rows in no particular order; ids stored; the shape
-fields since version 7, zero = spheres when reading older files);
+fields since version 7, `template` since 8, zero = spheres when reading older files);
+`templates/` the shape templates (clumps, polyhedra: pdem.shape_templates.ShapeTemplates);
 `interactions/<kind>/{key,active,state}` for every interaction kind (pdem.contact.kinds:
 pair, plane, mesh, ...), the active contact rows (L6Geom state and law history) keyed as
 pdem.contact.keys says, each contact written once (by the rank owning its first
@@ -51,12 +52,13 @@ from ..particles import FIELDS
 from ..scheme import from_description
 from .frames import collective_transfer, row_offsets, write_slab
 
-VERSION = 7         # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bit id keys;
+VERSION = 8         # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bit id keys;
                     # 4: 2D boundary segments and points; 5: bonds; 6: region walls;
                     # 7: particle shapes (shape, semi_axes, inertia_body, angmom) and the
-                    # ellipsoid kinds
-READS = (5, 6, 7)   # older files: no region walls (5), no shapes (5, 6): spheres only
-SHAPE_FIELDS = ("shape", "semi_axes", "inertia_body", "angmom")     # since version 7
+                    # ellipsoid kinds; 8: shape templates (pdem/shape_templates.py)
+READS = (5, 6, 7, 8)  # older files: no region walls (5), no shapes (5, 6): spheres only
+SINCE = {"shape": 7, "semi_axes": 7, "inertia_body": 7, "angmom": 7,   # particle fields
+         "template": 8}                                              # newer than format 5
 SHAPE_KINDS = ("ellpair", "ellplane")
 ELEMENT_FIELDS = ("a", "b", "material")      # pdem.contact.walls.Segments
 ROW_LAYOUT = json.dumps({"columns": COLUMNS, "ncols": NCOLS, "key_bits": keys.BITS})
@@ -116,6 +118,7 @@ def write(sim, path):
                 f.create_dataset(group + "/" + name, data=getattr(getattr(sim, group), name))
         sim.mesh_walls.save(f.create_group("mesh_walls"))
         sim.region_walls.save(f.create_group("region_walls"))
+        sim.templates.save(f.create_group("templates"))
         broken = f.create_group("bonds_broken")
         for name, rows in bonds.broken.items():
             _write_rows(broken, name, rows, comm)
@@ -160,7 +163,7 @@ def _open(path, comm):
             need = ["planes/" + k for k in ("point", "normal", "vel", "material")] + \
                 ["%s/%s" % (g, k) for g in ("segments", "points") for k in ELEMENT_FIELDS] + \
                 ["particles/" + k for k in list(FIELDS) + ["build_pos"]
-                 if k not in SHAPE_FIELDS or f.attrs["version"] >= 7] + \
+                 if f.attrs["version"] >= SINCE.get(k, 5)] + \
                 ["interactions/%s/%s" % (c.name, k) for c in KINDS
                  for k in ("key", "active", "state") if (c.name != "region" or
                  f.attrs["version"] >= 6) and (c.name not in SHAPE_KINDS or
@@ -221,6 +224,8 @@ def read(path, simulation, comm=None, threads=None, dims=None):
         sim.mesh_walls.load(f["mesh_walls"])
         if "region_walls" in f:
             sim.region_walls.load(f["region_walls"])
+        if "templates" in f:
+            sim.templates.load(f["templates"])
         sim.motions.restore(json.loads(a["motions"]) if "motions" in a else [])
         sim.insertion_states = json.loads(a["insertions"]) if "insertions" in a else {}
         # the record of breaks goes to rank 0 (it is output, not state)
@@ -243,7 +248,7 @@ def read(path, simulation, comm=None, threads=None, dims=None):
                                                          f["particles/" + k].dtype)
                for k, v in own.items()}
         build_pos = own.pop("build_pos")
-        for k in FIELDS:                # shape fields of a file before version 7: spheres
+        for k in FIELDS:                # fields newer than the file (SINCE): zero = spheres
             if k not in own:
                 dtype, width = FIELDS[k]
                 own[k] = np.zeros((len(build_pos), width) if width else len(build_pos), dtype)

@@ -417,10 +417,11 @@ def test_checkpoint_before_shapes_restarts_as_spheres(tmp_path):
     path = str(tmp_path / "old.h5")
     scene().checkpoint(path)
     with h5py.File(path, "a") as f:
-        for k in ("shape", "semi_axes", "inertia_body", "angmom"):
+        for k in ("shape", "semi_axes", "inertia_body", "angmom", "template"):
             del f["particles/" + k]
         for k in ("ellpair", "ellplane"):
             del f["interactions/" + k]
+        del f["templates"]
         f.attrs["version"] = 6
     resumed = pdem.restart(path, comm=MPI.COMM_SELF)
     assert not resumed.shapes
