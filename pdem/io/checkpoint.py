@@ -4,12 +4,13 @@ One HDF5 file written collectively (h5py `mpio` driver) to `<path>.tmp` and rena
 to `<path>` by rank 0 only once every rank has closed it, so a crash or a full disk
 never destroys the previous good checkpoint.
 
-Layout (version 7): root attributes hold the scalars (step, time, clock_t0, clock_step0,
+Layout (version 8): root attributes hold the scalars (step, time, clock_t0, clock_step0,
 dt, skin, flags, next id, options) and JSON of the domain, materials, pair overrides,
 time-stepping scheme ({"name", "options"}: pdem.scheme.from_description) and bonds (bond
 materials, the longest bond), `events_fired` (JSON: names of the once-events that have
 fired, pdem/events.py), `motions` (JSON: the wall motion laws, pdem/motion.py),
-`insertions` (JSON: the progress of each insertion by name, pdem/insertion.py);
+`insertions` (JSON: the progress of each insertion by name, pdem/insertion.py),
+`energy` (JSON, with track_energy: the energy tracker's exact sums, pdem/energy.py);
 `bonds_broken/<field>` the record of broken bonds; `planes/{point,normal,vel,material}`;
 `external/{ids,force,torque}` the external loads (pdem/editing.py);
 `segments/{a,b,material}` and `points/{a,b,material}` (2D boundary segments and points,
@@ -51,17 +52,17 @@ from ..particles import FIELDS
 from ..scheme import from_description
 from .frames import collective_transfer, row_offsets, write_slab
 
-VERSION = 7         # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bit id keys;
+VERSION = 8         # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bit id keys;
                     # 4: 2D boundary segments and points; 5: bonds; 6: region walls;
                     # 7: particle shapes (shape, semi_axes, inertia_body, angmom) and the
-                    # ellipsoid kinds
-READS = (5, 6, 7)   # older files: no region walls (5), no shapes (5, 6): spheres only
+                    # ellipsoid kinds; 8: the energy tracker's sums (attribute `energy`)
+READS = (5, 6, 7, 8)   # older files: no region walls (5), no shapes (5, 6): spheres only
 SHAPE_FIELDS = ("shape", "semi_axes", "inertia_body", "angmom")     # since version 7
 SHAPE_KINDS = ("ellpair", "ellplane")
 ELEMENT_FIELDS = ("a", "b", "material")      # pdem.contact.walls.Segments
 ROW_LAYOUT = json.dumps({"columns": COLUMNS, "ncols": NCOLS, "key_bits": keys.BITS})
 CHUNK = 1 << 20                     # rows read at a time on restart
-OPTIONS = ("skin", "flags", "lost", "check_timestep", "max_overlap", "balance")
+OPTIONS = ("skin", "flags", "lost", "check_timestep", "max_overlap", "balance", "track_energy")
 
 
 def _write_rows(group, name, local, comm):
@@ -98,6 +99,8 @@ def write(sim, path):
         a["bonds"] = bonds.describe()
         a["events_fired"] = json.dumps(sorted(sim.events.fired))   # once-events (pdem/events.py)
         a["motions"] = json.dumps(sim.motions.describe())           # wall motion laws
+        if sim.track_energy:                                        # the energy sums
+            a["energy"] = json.dumps(sim.energy_tracker.describe(sim))
         a["insertions"] = json.dumps({**sim.insertion_states,          # insertion progress
                                       **{k: v.state for k, v in sim.insertions.items()}})
         dom = sim.domain
@@ -222,6 +225,8 @@ def read(path, simulation, comm=None, threads=None, dims=None):
         if "region_walls" in f:
             sim.region_walls.load(f["region_walls"])
         sim.motions.restore(json.loads(a["motions"]) if "motions" in a else [])
+        if "energy" in a:
+            sim.energy_tracker.restore(json.loads(a["energy"]), comm.rank)
         sim.insertion_states = json.loads(a["insertions"]) if "insertions" in a else {}
         # the record of breaks goes to rank 0 (it is output, not state)
         sim.interactions["bond"].restore(a["bonds"], {
