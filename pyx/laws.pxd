@@ -137,16 +137,22 @@ cdef inline void law_energy_n(const double* P, int coh, double d, double r_eff, 
 
 cdef inline void law_energy_t(double kt, double ct, v3 u, v3 u0, v3 o0, v3 udot, double fs_y,
                               double fs_z, double dt, double* E) noexcept nogil:
-    """E_TANGENT: k_t |s|^2 / 2 of the spring stretch s = u - u0 (local y, z) after slip;
-    E_DAMP += the dashpot's c_t |udot_t|^2 dt; E_FRIC: Coulomb slip, the elastic energy of
-    the trial stretch u - o0 (the origin before slip) less that after the return,
-    k_t (|u - o0|^2 - |s|^2) / 2 >= 0 (elastic predictor, plastic corrector)."""
+    """E_TANGENT: k_t |s|^2 / 2 of the spring stretch s = u - u0 (local y, z) after slip.
+    Sticking: E_DAMP += the dashpot's c_t |udot_t|^2 dt. Slipping (the origin moved from
+    o0): the Coulomb slider takes the whole force, and E_FRIC = the elastic energy of the
+    trial stretch u - o0 less that after the return, k_t (|u - o0|^2 - |s|^2) / 2, plus the
+    dashpot's c_t |udot_t|^2 dt (the law puts the dashpot's force into the returned spring,
+    laws.pxd law_eval): in steady slip, -F_t . udot_t dt."""
     cdef double sy = u.y - u0.y, sz = u.z - u0.z
     cdef double ty = u.y - o0.y, tz = u.z - o0.z
+    cdef double damp = ct * (udot.y * udot.y + udot.z * udot.z) * dt
     if kt > 0.0:
         E[E_TANGENT] = 0.5 * kt * (sy * sy + sz * sz)
-        E[E_DAMP] += ct * (udot.y * udot.y + udot.z * udot.z) * dt
-        E[E_FRIC] = 0.5 * kt * ((ty * ty + tz * tz) - (sy * sy + sz * sz))
+        if u0.y == o0.y and u0.z == o0.z:
+            E[E_DAMP] += damp
+            E[E_FRIC] = 0.0
+        else:
+            E[E_FRIC] = 0.5 * kt * ((ty * ty + tz * tz) - (sy * sy + sz * sz)) + damp
     else:           # no spring (Hertz at zero overlap): the force is the (capped) dashpot
         E[E_TANGENT] = 0.0
         E[E_DAMP] += -(fs_y * udot.y + fs_z * udot.z) * dt
