@@ -21,6 +21,7 @@ import numpy as np
 from mpi4py import MPI
 
 from . import analysis, diagnostics, editing, insertion, shapes, validate
+from . import energy as energy_balance
 from ._kernels import integrate
 from .collective import Collective
 from .contact import keys
@@ -75,7 +76,7 @@ class Simulation:
 
     def __init__(self, domain, dt, gravity=(0.0, 0.0, 0.0), comm=None, skin=None, threads=None,
                  approx=(), no_ratch=False, lost="error", check_timestep=True, max_overlap=0.5,
-                 dims=None, balance=1.2, check_ids=False, scheme=None):
+                 dims=None, balance=1.2, check_ids=False, scheme=None, track_energy=False):
         if not isinstance(domain, Domain):
             raise InputError("domain must be a pdem.Domain, got %r" % (domain,))
         g = validate.vector("gravity", gravity)
@@ -146,6 +147,8 @@ class Simulation:
         self.shapes = False           # any non-sphere (the same on every rank)
         self.templates = ShapeTemplates()   # clump / polyhedron geometry (shape_templates.py)
         self.rotation = shapes.Rotation()
+        self.energy_tracker = energy_balance.EnergyTracker()
+        self.track_energy = track_energy
 
     # ---------------------------------------------------------------- scene set-up
     def material(self, name, density, **params):
@@ -678,6 +681,7 @@ class Simulation:
                 w = np.column_stack([np.zeros((w.size, 2)), w.reshape(-1, 1).astype(float)])
             angular_velocity = self._per_id("angular_velocity", w, n_ids, 3)
         idx, found = self._local_index(ids, with_found=True)
+        self.energy_tracker.edited()           # energy put in by hand: a new reference
         if velocity is not None:
             self.store.vel[idx] = velocity[found]
             if block:
@@ -1091,8 +1095,21 @@ class Simulation:
 
     def energy(self):
         """Kinetic, rotational and gravitational potential energy at t (collective;
-        pdem.diagnostics.energy)."""
+        pdem.diagnostics.energy); with track_energy, the energy balance instead
+        (pdem.energy, docs/energy.md)."""
+        if self.energy_tracker:
+            return self.energy_tracker.totals(self)
         return diagnostics.energy(self)
+
+    @property
+    def track_energy(self):
+        """Energy tracking on or off (docs/energy.md): sim.energy() then gives the
+        energy balance. Set on every rank alike."""
+        return self.energy_tracker.on
+
+    @track_energy.setter
+    def track_energy(self, on):
+        energy_balance.switch(self, on)
 
     def stress(self, region=None, volume=None, kinetic=True):
         """Love-Weber stress tensor (3, 3), tension positive, of the particles in

@@ -27,7 +27,8 @@ from l6geom cimport l6_frame, l6_mid_rates, l6_advance, APPROX_MID_NORMAL, APPRO
 from contact_row cimport *
 from laws cimport jkr_radius, law_eval, P_NCOLS, P_NORMAL, P_KN0, P_KN1, P_KT_RATIO, P_GAMMA_N, \
     P_ZETA, P_CT_RATIO, P_ESTAR, P_GSTAR, P_MU, P_ROLL_K, P_ROLL_MU, P_TWIST_K, P_TWIST_MU, \
-    P_LIMIT_DAMPING, P_COHESION, P_WORK, P_COH_K, P_REACH
+    P_LIMIT_DAMPING, P_COHESION, P_WORK, P_COH_K, P_REACH, E_NCOLS, E_NORMAL, \
+    E_TANGENT, E_DAMP, E_FRIC, E_ROLL, E_WALL
 from omp cimport pdem_omp_max_threads, pdem_omp_available
 import numpy as np
 
@@ -145,6 +146,7 @@ cdef struct Bodies:
     int n_materials
     bint periodic         # any periodic axis: positions need their images' shift
     bint sticky           # some pair law keeps contacts beyond touching (JKR: P_REACH)
+    double* energy        # NULL, or per pair the energy terms (laws.pxd E_*)
 
 
 cdef struct Sums:
@@ -274,6 +276,8 @@ cdef void block_finish(int nb, Block* blk, const int* i1, const int* i2, const B
     cdef const int* owner2 = S.owner2
     cdef double* fsum = S.f
     cdef double* tsum = S.t
+    cdef double* energy = B.energy
+    cdef double* E = NULL
     cdef double worst_ratio = worst[0], worst_k = worst[1]
     bin = blk.inp
     bout = blk.out
@@ -287,11 +291,13 @@ cdef void block_finish(int nb, Block* blk, const int* i1, const int* i2, const B
         meff = bout[O_MEFF][j]
         reff = bout[O_REFF][j]
         P = pair_table + (material[i1[k]] * n_materials + material[i2[k]]) * P_NCOLS
+        if energy != NULL:
+            E = energy + k * E_NCOLS
         if active[k] == 0 or bout[O_OK][j] == 0.0:
             L = contact_update(cld(bout, O_C, j), cld(bout, O_N, j), un, cld(bin, B_X2, j),
                                cld(bin, B_V1, j), cld(bin, B_V2, j), cld(bin, B_W1, j),
                                cld(bin, B_W2, j), ra, rb, meff, reff, P, dt, flags, active + k,
-                               row)
+                               row, E)
         else:
             u = vld(row + S_U)
             phi = vld(row + S_PHI)
@@ -299,7 +305,7 @@ cdef void block_finish(int nb, Block* blk, const int* i1, const int* i2, const B
             phidot = cld(bout, O_PHIDOT, j)
             l6_advance(un, bout[O_VN][j], dt, &u, &phi, &udot, &phidot)
             L = contact_law(P, meff, reff, cmld(bout, O_T, j), u, phi, vld(row + S_U0),
-                            vld(row + S_PHI0), udot, phidot, row)
+                            vld(row + S_PHI0), udot, phidot, row, E, dt)
         ratio = bout[O_RATIO][j]
         if not (ratio <= worst_ratio) and worst_ratio == worst_ratio:   # a NaN stays
             worst_ratio = ratio
@@ -379,6 +385,10 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
                 sticky and active[k] and held(B.pair_table + (B.material[a] * B.n_materials
                                                              + B.material[b]) * P_NCOLS,
                                               radius[a], radius[b], sqrt(dist2) - rs)):
+            if B.energy != NULL and active[k]:
+                opened(B.pair_table + (B.material[a] * B.n_materials + B.material[b]) * P_NCOLS,
+                       radius[a] * radius[b] / (radius[a] + radius[b]), state + k * S_NCOLS,
+                       B.energy + k * E_NCOLS)
             active[k] = 0
             continue
         blk.k[nb] = k
@@ -414,7 +424,7 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
                   signed char[::1] active, double[:, ::1] state, int n_threads,
                   const int[::1] owner1=None, const int[::1] owner2=None,
                   double[:, ::1] f_out=None, double[:, ::1] t_out=None, bint periodic=True,
-                  bint blocks=True):
+                  bint blocks=True, double[:, ::1] energy=None):
     """Update every candidate pair of the batch; returns (max overlap / smaller radius, pair).
 
     In-pass sums (n_threads = 1 only): with owner1, owner2, f_out, t_out as for `scatter`,
@@ -423,7 +433,9 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
     from memory). These are the additions of `scatter` in the same order (same bits);
     `sphere_plane` with its wall_owner, f_out, t_out then adds the wall contacts.
     periodic=False: no periodic axis (the images are all zero and are not read).
-    blocks=False computes one pair at a time (the same bits; for tests)."""
+    blocks=False computes one pair at a time (the same bits; for tests).
+    energy: None, or (m, E_NCOLS): each touching pair's energy terms (pyx/laws.pxd E_*;
+    energy tracking, docs/energy.md); the rows of the other pairs are not written."""
     cdef Py_ssize_t m = i1.shape[0], n = pos.shape[0]
     cdef int t, nt = max(1, n_threads)
     cdef int sums = _sums_args(nt, f_out, t_out, owner1, owner2, m, n)
@@ -451,6 +463,7 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
     B.n_materials = n_materials
     B.periodic = periodic
     B.sticky = any_reach(pair_table)
+    B.energy = _energy_rows(energy, m)
     S.owner1 = &owner1[0] if sums else NULL
     S.owner2 = &owner2[0] if sums else NULL
     S.f = &f_out[0, 0] if sums and f_out.shape[0] else NULL
@@ -473,7 +486,7 @@ def sphere_plane(const int[::1] particle, const int[::1] plane,
                  double dt, int flags,
                  signed char[::1] active, double[:, ::1] state, int n_threads,
                  const int[::1] wall_owner=None, double[:, ::1] f_out=None,
-                 double[:, ::1] t_out=None):
+                 double[:, ::1] t_out=None, double[:, ::1] energy=None):
     """Plane = body 1 (equivalent sphere of radius 0 at the foot of the perpendicular,
     infinite mass, no rotation), sphere = body 2; the plane pushes along its normal.
 
@@ -487,6 +500,9 @@ def sphere_plane(const int[::1] particle, const int[::1] plane,
     cdef double d, un, ratio, r
     cdef double[:, ::1] worst = _worst_init(nt)
     cdef bint sticky = any_reach(pair_table)
+    cdef double* energy_rows = _energy_rows(energy, m)
+    cdef double* E
+    cdef Load L
     for k in prange(m, nogil=True, schedule='static', num_threads=nt):
         p = particle[k]
         w = plane[k]
@@ -495,14 +511,20 @@ def sphere_plane(const int[::1] particle, const int[::1] plane,
         d = vdot(vsub(vld(&pos[p, 0]), vld(&plane_point[w, 0])), n)
         if d >= r and not (sticky and active[k] and held(
                 &pair_table[plane_material[w] * n_materials + material[p], 0], 0.0, r, d - r)):
+            if energy_rows != NULL and active[k]:
+                opened(&pair_table[plane_material[w] * n_materials + material[p], 0], r,
+                       &state[k, 0], energy_rows + k * E_NCOLS)
             active[k] = 0
             continue
         un = d - r
         x2 = vscale(n, d)                     # sphere centre relative to the foot point
-        contact_update(vscale(n, 0.5 * un), n, un, x2, vld(&plane_vel[w, 0]), vld(&vel[p, 0]),
-                       V(0.0, 0.0, 0.0), vld(&angvel[p, 0]), 0.0, r, mass[p], r,
-                       &pair_table[plane_material[w] * n_materials + material[p], 0], dt,
-                       flags, &active[k], &state[k, 0])
+        E = NULL if energy_rows == NULL else energy_rows + k * E_NCOLS
+        L = contact_update(vscale(n, 0.5 * un), n, un, x2, vld(&plane_vel[w, 0]),
+                           vld(&vel[p, 0]), V(0.0, 0.0, 0.0), vld(&angvel[p, 0]), 0.0, r,
+                           mass[p], r, &pair_table[plane_material[w] * n_materials
+                                                   + material[p], 0], dt,
+                           flags, &active[k], &state[k, 0], E)
+        wall_work(E, L, vscale(n, 0.5 * un), vld(&plane_vel[w, 0]), V(0.0, 0.0, 0.0), dt)
         ratio = -un / r
         tid = threadid()
         if not (ratio <= worst[tid, 0]) and worst[tid, 0] == worst[tid, 0]:
@@ -512,6 +534,22 @@ def sphere_plane(const int[::1] particle, const int[::1] plane,
             p = wall_owner[k]
             add_row(&f_out[p, 0], &t_out[p, 0], &state[k, 0], 2, r, flags)
     return _worst(worst)
+
+
+cdef double* _energy_rows(double[:, ::1] energy, Py_ssize_t m) except? NULL:
+    """The energy rows of a kernel (NULL: tracking off)."""
+    if energy is None or m == 0:
+        return NULL
+    if energy.shape[0] < m or energy.shape[1] != E_NCOLS:
+        raise ValueError("energy rows: (%d, %d) for %d contacts of %d terms"
+                         % (energy.shape[0], energy.shape[1], m, E_NCOLS))
+    return &energy[0, 0]
+
+
+def energy_columns():
+    """Columns of the per-contact energy terms (pyx/laws.pxd E_*)."""
+    return dict(normal=E_NORMAL, tangent=E_TANGENT, damping=E_DAMP, friction=E_FRIC,
+                rolling=E_ROLL, walls=E_WALL, ncols=E_NCOLS)
 
 
 cdef double[:, ::1] _worst_init(int nt):

@@ -110,7 +110,7 @@ cdef inline double _pair_one(Py_ssize_t k, int a, int b, const double[:, ::1] po
                        vld(&angvel[a, 0]), vld(&angvel[b, 0]), r1, r2, m1 * m2 / (m1 + m2),
                        hertz_radius(res.R1, res.R2, planar),
                        &pair_table[material[a] * nmat + material[b], 0], dt, flags,
-                       &active[k], row)
+                       &active[k], row, NULL)
     vst(&branch[k, 0], c)
     vst(&branch[k, 3], vsub(c, x2))
     s = min3(ax1, planar)
@@ -248,7 +248,7 @@ cdef double _plane_one(Py_ssize_t k, int p, int w, const double[:, ::1] pos,
     L = contact_update(c, mm, g, x2, vld(&plane_vel[w, 0]), vld(&vel[p, 0]), V(0.0, 0.0, 0.0),
                        vld(&angvel[p, 0]), 0.0, h, mass[p], hertz_radius(R, Z, planar),
                        &pair_table[plane_material[w] * nmat + material[p], 0], dt, flags,
-                       &active[k], &state[k, 0])
+                       &active[k], &state[k, 0], NULL)
     vst(&branch[k, 0], c)
     vst(&branch[k, 3], vsub(c, x2))
     return -g / min3(&semi_axes[p, 0], planar)

@@ -106,7 +106,8 @@ def closest_points(centres, facet_index, vertices, facets, int threads=1):
 from libc.math cimport INFINITY
 from libc.stdlib cimport malloc, realloc, free
 from cellgrid cimport cell_index, cell_sort, grid_size
-from contact_row cimport S_NCOLS, contact_update
+from contact_row cimport S_NCOLS, Load, contact_update, wall_work
+from laws cimport E_NCOLS
 from vecmath cimport V, vadd, vscale, vcross, vneg
 
 cdef enum:
@@ -170,6 +171,7 @@ cdef struct Mesh:
     const long long* vf_ptr
     const long long* vf_idx
     const signed char* side_off
+    double* energy          # NULL, or per row the energy terms (laws.pxd E_*)
 
 
 cdef inline v3 corner(Mesh M, long long f, int i) noexcept nogil:
@@ -208,6 +210,8 @@ cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* fa
     cdef signed char done[MAXC]
     cdef v3 x, dv, fn, nsum, n, x2, foot, v1, w1
     cdef double R, d, sd, cos_t, usum, un
+    cdef double* E
+    cdef Load L
     cdef long long f, edge, vtx, ii
     if m > MAXC:
         return -1
@@ -376,10 +380,12 @@ cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* fa
             v1 = V(0.0, 0.0, 0.0)
             for i in range(3):
                 v1 = vadd(v1, vscale(vld(&vertex_vel[fac[f, i], 0]), bw[h][i]))
-        contact_update(vscale(n, 0.5 * un), n, un, x2, v1, vld(&vel[p, 0]), w1,
-                       vld(&angvel[p, 0]), 0.0, R, mass[p], R,
-                       &table[wall_material[w] * nmat + material[p], 0], dt, flags,
-                       &active[s + h], &state[s + h, 0])
+        E = NULL if M.energy == NULL else M.energy + (s + h) * E_NCOLS
+        L = contact_update(vscale(n, 0.5 * un), n, un, x2, v1, vld(&vel[p, 0]), w1,
+                           vld(&angvel[p, 0]), 0.0, R, mass[p], R,
+                           &table[wall_material[w] * nmat + material[p], 0], dt, flags,
+                           &active[s + h], &state[s + h, 0], E)
+        wall_work(E, L, vscale(n, 0.5 * un), v1, w1, dt)
         if not (-un / R <= worst[0]):
             worst[0] = -un / R
             worst[1] = <double>(s + h)
@@ -405,11 +411,12 @@ def ball_facet(const long long[::1] group_start, const int[::1] particle, const 
                const double[:, ::1] wall_ref, const double[:, ::1] vertex_vel,
                const double[:, ::1] pair_table, int n_materials, double dt, int flags,
                signed char[::1] active, double[:, ::1] state, int[::1] holder,
-               int n_threads):
+               int n_threads, double[:, ::1] energy=None):
     """All ball-facet contacts of one step (see the section comment above). side_off[f]:
     bit 1 = front side (where the normal points) inactive, bit 2 = back side inactive.
     Outputs: state/active of holder rows; holder[k] = holder row of the effective
-    contact row k belongs to, or -1.
+    contact row k belongs to, or -1. energy: None, or per row the energy terms
+    (pyx/laws.pxd E_*) of the rows computed (energy tracking).
     Returns (max U / R, its row, first row of a group with more than MAXC facets or -1)."""
     cdef Py_ssize_t ng = group_start.shape[0] - 1, gi
     cdef int nt = max(1, n_threads), tid
@@ -424,6 +431,7 @@ def ball_facet(const long long[::1] group_start, const int[::1] particle, const 
     M.vf_ptr = &vertex_facet_ptr[0]
     M.vf_idx = &vertex_facet_idx[0]
     M.side_off = &side_off[0]
+    M.energy = NULL if energy is None or energy.shape[0] == 0 else &energy[0, 0]
     cdef double[:, ::1] worst = _worst_init(nt)
     # first row of a crowded group, per thread (a scalar assigned in a prange body
     # would be lastprivate: only the last iteration's value would survive)

@@ -50,6 +50,19 @@ cdef enum:
     P_REACH = 18        # JKR: |d_c| = P_REACH cbrt(R*), the separation that breaks a contact
     P_NCOLS = 19
 
+# Energy tracking (docs/energy.md): per contact, what law_eval writes into E[0:E_NCOLS]
+# when given a non-NULL E (NULL: tracking off, no extra work). Elastic energies are of
+# the state at t; dissipations are this step's increments (damping: power at the rates
+# of t - dt/2 times dt; slip: the spring force times the move of the shifted origin).
+cdef enum:
+    E_NORMAL = 0        # elastic energy of the normal spring (with the cohesion potential)
+    E_TANGENT = 1       # elastic energy of the tangential, rolling and twisting springs
+    E_DAMP = 2          # dissipated by normal and tangential viscous damping this step
+    E_FRIC = 3          # dissipated by Coulomb slip this step
+    E_ROLL = 4          # dissipated by rolling and twisting slip this step
+    E_WALL = 5          # work done by a moving wall on the particle this step (kernels)
+    E_NCOLS = 6
+
 cdef enum:
     COH_NONE = 0
     COH_DMT = 1
@@ -91,14 +104,78 @@ cdef inline double jkr_radius(double d, double r_eff, double estar, double w,
     return s * s
 
 
+cdef inline void law_energy_n(const double* P, int coh, double d, double r_eff, double kn,
+                              double sqrt_rd, double fn, double vn, double dt,
+                              double* E) noexcept nogil:
+    """E_NORMAL: the potential of the elastic normal force f_e at the overlap d >= 0
+    (Hooke k_n d^2/2, Hertz 8/15 E* sqrt(R*) d^2.5 = 2/5 f_e d; DMT -2 pi W R* d; linear
+    cohesion -k_c pi R* d^2); E_DAMP: the power of the rest of the normal force, the
+    damping f_n - f_e, at the normal rate vn of t - dt/2, times dt. JKR: not tracked
+    (pdem.energy refuses it)."""
+    cdef double fe = 0.0, un = 0.0, a
+    if coh == COH_JKR:
+        E[E_NORMAL] = 0.0
+        E[E_DAMP] = 0.0
+        return
+    if P[P_NORMAL] == 0.0:
+        fe = kn * d
+        un = 0.5 * fe * d
+    else:
+        fe = (4.0 / 3.0) * P[P_ESTAR] * sqrt_rd * d
+        un = 0.4 * fe * d
+    if coh == COH_DMT:
+        a = 2.0 * M_PI * P[P_WORK] * r_eff
+        fe = fe - a
+        un = un - a * d
+    elif coh == COH_LINEAR:
+        a = P[P_COH_K] * 2.0 * M_PI * r_eff * d
+        fe = fe - a
+        un = un - 0.5 * a * d
+    E[E_NORMAL] = un
+    E[E_DAMP] = -(fn - fe) * vn * dt
+
+
+cdef inline void law_energy_t(double kt, double ct, v3 u, v3 u0, v3 o0, v3 udot, double fs_y,
+                              double fs_z, double dt, double* E) noexcept nogil:
+    """E_TANGENT: k_t |s|^2 / 2 of the spring stretch s = u - u0 (local y, z) after slip.
+    Sticking: E_DAMP += the dashpot's c_t |udot_t|^2 dt. Slipping (the origin moved from
+    o0): the Coulomb slider takes the whole force, and E_FRIC = the elastic energy of the
+    trial stretch u - o0 less that after the return, k_t (|u - o0|^2 - |s|^2) / 2, plus the
+    dashpot's c_t |udot_t|^2 dt (the law puts the dashpot's force into the returned spring,
+    laws.pxd law_eval): in steady slip, -F_t . udot_t dt."""
+    cdef double sy = u.y - u0.y, sz = u.z - u0.z
+    cdef double ty = u.y - o0.y, tz = u.z - o0.z
+    cdef double damp = ct * (udot.y * udot.y + udot.z * udot.z) * dt
+    if kt > 0.0:
+        E[E_TANGENT] = 0.5 * kt * (sy * sy + sz * sz)
+        if u0.y == o0.y and u0.z == o0.z:
+            E[E_DAMP] += damp
+            E[E_FRIC] = 0.0
+        else:
+            E[E_FRIC] = 0.5 * kt * ((ty * ty + tz * tz) - (sy * sy + sz * sz)) + damp
+    else:           # no spring (Hertz at zero overlap): the force is the (capped) dashpot
+        E[E_TANGENT] = 0.0
+        E[E_DAMP] += -(fs_y * udot.y + fs_z * udot.z) * dt
+        E[E_FRIC] = 0.0
+
+
+cdef inline void spring_energy(double k, double s, double trial, double* E) noexcept nogil:
+    """A rolling or twisting spring component: E_TANGENT += k s^2 / 2 at the stretch s
+    after slip; E_ROLL += k (trial^2 - s^2) / 2, the slip from the trial stretch."""
+    E[E_TANGENT] += 0.5 * k * s * s
+    E[E_ROLL] += 0.5 * k * (trial * trial - s * s)
+
+
 cdef inline double law_eval(const double* P, double m_eff, double r_eff,
                             v3 u, v3 phi, v3* u0, v3* phi0, v3 udot, v3 phidot,
-                            v3* f, v3* mom) noexcept nogil:
+                            v3* f, v3* mom, double* E, double dt) noexcept nogil:
     """Force f and moment mom on particle 2 (local coordinates); updates u0, phi0 on slip.
-    Returns the normal force (>= 0 when repulsive), used by the caller for diagnostics."""
+    Returns the normal force (>= 0 when repulsive), used by the caller for diagnostics.
+    E: NULL, or the contact's energy terms (E_* above) written for the time step dt."""
     cdef double d = -(u.x - u0[0].x)          # overlap
-    cdef double kn, kt, cn, ct, fn, fs_y, fs_z, fs2, cap, ratio, sqrt_rd, k, my, mz, mx
-    cdef double fc, a, fe, d_signed = d
+    cdef double kt, cn, ct, fn, fs_y, fs_z, fs2, cap, ratio, k, my, mz, mx
+    cdef double fc, a, fe, d_signed = d, kn = 0.0, sqrt_rd = 0.0
+    cdef v3 o0 = u0[0], p0 = phi0[0]          # the origins before slip (energy terms)
     cdef int coh = <int>P[P_COHESION]
     if d < 0.0:
         d = 0.0
@@ -160,6 +237,10 @@ cdef inline double law_eval(const double* P, double m_eff, double r_eff,
             u0[0].y = u.y + (fs_y + ct * udot.y) / kt
             u0[0].z = u.z + (fs_z + ct * udot.z) / kt
     f[0] = V(fn, fs_y, fs_z)
+    if E != NULL:
+        law_energy_n(P, coh, d, r_eff, kn, sqrt_rd, fn, udot.x, dt, E)
+        law_energy_t(kt, ct, u, u0[0], o0, udot, fs_y, fs_z, dt, E)
+        E[E_ROLL] = 0.0
     # rolling (bending, local y z) and twisting (local x) resistance on phi
     mx = 0.0; my = 0.0; mz = 0.0
     if P[P_ROLL_K] > 0.0:
@@ -175,6 +256,9 @@ cdef inline double law_eval(const double* P, double m_eff, double r_eff,
             if k > 0.0:
                 phi0[0].y = phi.y + my / k
                 phi0[0].z = phi.z + mz / k
+        if E != NULL:
+            spring_energy(k, phi.y - phi0[0].y, phi.y - p0.y, E)
+            spring_energy(k, phi.z - phi0[0].z, phi.z - p0.z, E)
     if P[P_TWIST_K] > 0.0:
         k = P[P_TWIST_K] * kt * r_eff * r_eff
         mx = -k * (phi.x - phi0[0].x)
@@ -183,5 +267,7 @@ cdef inline double law_eval(const double* P, double m_eff, double r_eff,
             mx = cap if mx > 0.0 else -cap
             if k > 0.0:
                 phi0[0].x = phi.x + mx / k
+        if E != NULL:
+            spring_energy(k, phi.x - phi0[0].x, phi.x - p0.x, E)
     mom[0] = V(mx, my, mz)
     return fn

@@ -255,7 +255,8 @@ class PairContacts(TwoBodyRows):
         ratio, k = ck.sphere_sphere(b.i1, b.i2, st.pos, st.image, sim.box_length, st.vel,
                                     st.angvel, st.radius, st.mass, st.material, table, nmat,
                                     sim.dt, sim.flags, b.active, b.state, sim.threads, *sums,
-                                    periodic=any(sim.domain.periodic))
+                                    periodic=any(sim.domain.periodic),
+                                    energy=sim.energy_tracker.kernel_rows(self))
         if k >= 0 and not (ratio <= sim.max_overlap):
             i, j = st.id[b.i1[k]], st.id[b.i2[k]]
             return overlap_message(sim, ratio, "particles %d and %d" % (min(i, j), max(i, j)),
@@ -305,7 +306,7 @@ class PlaneContacts(WallContacts):
         ratio, k = ck.sphere_plane(b.i1, b.i2, st.pos, st.vel, st.angvel, st.radius, st.mass,
                                    st.material, pl.point, pl.normal, pl.vel, pl.material, table,
                                    nmat, sim.dt, sim.flags, b.active, b.state, sim.threads,
-                                   *sums)
+                                   *sums, energy=sim.energy_tracker.kernel_rows(self))
         if k >= 0 and not (ratio <= sim.max_overlap):
             p, w = b.i1[k], b.i2[k]
             behind = -float((st.pos[p] - pl.point[w]) @ pl.normal[w])
@@ -390,7 +391,7 @@ class FacetContacts(WallContacts):
             mw.edge_facets, mw.vertex_facet_ptr, mw.vertex_facet_idx, mw.side_off,
             mw.wall_material, mw.wall_cos_theta, mw.wall_full, mw.wall_rigid, mw.wall_v,
             mw.wall_w, mw.wall_ref, mw.vertex_vel, table, nmat, sim.dt, sim.flags, fr.active,
-            fr.state, self.holder, sim.threads)
+            fr.state, self.holder, sim.threads, energy=sim.energy_tracker.kernel_rows(self))
         if crowded >= 0:
             end = self.groups[np.searchsorted(self.groups, crowded, "right")]
             return ("step %d: particle id %d is within the skin of %d facets of mesh wall %d "
@@ -450,7 +451,8 @@ class TangentPlaneContacts(WallContacts):
         ratio, k = ck.sphere_plane(b.i1, rows, st.pos, st.vel, st.angvel, st.radius, st.mass,
                                    st.material, q, n, np.zeros((len(b), 3)),
                                    self.element_materials(b.i2), table, nmat, sim.dt,
-                                   sim.flags, b.active, b.state, sim.threads, *sums)
+                                   sim.flags, b.active, b.state, sim.threads, *sums,
+                                   energy=sim.energy_tracker.kernel_rows(self))
         if k >= 0 and not (ratio <= sim.max_overlap):
             p = b.i1[k]
             return overlap_message(sim, ratio, "particle %d and %s %d"

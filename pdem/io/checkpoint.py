@@ -9,7 +9,8 @@ dt, skin, flags, next id, options) and JSON of the domain, materials, pair overr
 time-stepping scheme ({"name", "options"}: pdem.scheme.from_description) and bonds (bond
 materials, the longest bond), `events_fired` (JSON: names of the once-events that have
 fired, pdem/events.py), `motions` (JSON: the wall motion laws, pdem/motion.py),
-`insertions` (JSON: the progress of each insertion by name, pdem/insertion.py);
+`insertions` (JSON: the progress of each insertion by name, pdem/insertion.py),
+`energy` (JSON, with track_energy: the energy tracker's exact sums, pdem/energy.py);
 `bonds_broken/<field>` the record of broken bonds; `planes/{point,normal,vel,material}`;
 `external/{ids,force,torque}` the external loads (pdem/editing.py);
 `segments/{a,b,material}` and `points/{a,b,material}` (2D boundary segments and points,
@@ -55,7 +56,8 @@ from .frames import collective_transfer, row_offsets, write_slab
 VERSION = 8         # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bit id keys;
                     # 4: 2D boundary segments and points; 5: bonds; 6: region walls;
                     # 7: particle shapes (shape, semi_axes, inertia_body, angmom) and the
-                    # ellipsoid kinds; 8: shape templates (pdem/shape_templates.py)
+                    # ellipsoid kinds; 8: shape templates (pdem/shape_templates.py) and
+                    # the energy tracker's sums (attribute `energy`)
 READS = (5, 6, 7, 8)  # older files: no region walls (5), no shapes (5, 6): spheres only
 SINCE = {"shape": 7, "semi_axes": 7, "inertia_body": 7, "angmom": 7,   # particle fields
          "template": 8}                                              # newer than format 5
@@ -63,7 +65,7 @@ SHAPE_KINDS = ("ellpair", "ellplane")
 ELEMENT_FIELDS = ("a", "b", "material")      # pdem.contact.walls.Segments
 ROW_LAYOUT = json.dumps({"columns": COLUMNS, "ncols": NCOLS, "key_bits": keys.BITS})
 CHUNK = 1 << 20                     # rows read at a time on restart
-OPTIONS = ("skin", "flags", "lost", "check_timestep", "max_overlap", "balance")
+OPTIONS = ("skin", "flags", "lost", "check_timestep", "max_overlap", "balance", "track_energy")
 
 
 def _write_rows(group, name, local, comm):
@@ -100,6 +102,8 @@ def write(sim, path):
         a["bonds"] = bonds.describe()
         a["events_fired"] = json.dumps(sorted(sim.events.fired))   # once-events (pdem/events.py)
         a["motions"] = json.dumps(sim.motions.describe())           # wall motion laws
+        if sim.track_energy:                                        # the energy sums
+            a["energy"] = json.dumps(sim.energy_tracker.describe(sim))
         a["insertions"] = json.dumps({**sim.insertion_states,          # insertion progress
                                       **{k: v.state for k, v in sim.insertions.items()}})
         dom = sim.domain
@@ -227,6 +231,8 @@ def read(path, simulation, comm=None, threads=None, dims=None):
         if "templates" in f:
             sim.templates.load(f["templates"])
         sim.motions.restore(json.loads(a["motions"]) if "motions" in a else [])
+        if "energy" in a:
+            sim.energy_tracker.restore(json.loads(a["energy"]), comm.rank)
         sim.insertion_states = json.loads(a["insertions"]) if "insertions" in a else {}
         # the record of breaks goes to rank 0 (it is output, not state)
         sim.interactions["bond"].restore(a["bonds"], {

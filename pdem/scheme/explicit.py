@@ -61,6 +61,8 @@ class Explicit(Scheme):
                     for kind in sim.interactions.values()]
         problem = next((m for m in messages if m), None)
         sim.sum_forces(skip_in_pass=in_pass)
+        if sim.energy_tracker:          # energy terms of this step (pdem/energy.py)
+            sim.energy_tracker.before_kick(sim)
         t1 = time.perf_counter()
         sim.timers["contact"] += t1 - clock
         if sim.shapes:                  # non-spheres: integrate.kick's rotation undone
@@ -70,6 +72,8 @@ class Explicit(Scheme):
         if sim.shapes:                  # ... and L kicked instead (pdem/shapes.py)
             bad_l = sim.rotation.kick(st, sim.dt, sim.threads, omega)
             bad = bad if bad >= 0 else bad_l
+        if sim.energy_tracker:          # every rank (a new reference is collective)
+            sim.energy_tracker.after_kick(sim)
         sim.timers["integrate"] += time.perf_counter() - t1
         return problem, bad
 
