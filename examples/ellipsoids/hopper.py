@@ -141,8 +141,9 @@ def pictures(runs, path):
 
     zmax = 1.1 * max(v[2]["settled"]["position"][:, 2].max() for v in runs.values())
     half = SLOT / 2 + zmax / math.tan(ANGLE)
-    fig, axs = plt.subplots(1, 2 * len(runs), figsize=(3.6 * 2 * len(runs),
-                                                       3.6 * (zmax + 8 * R_EQ) / (2 * half) + 1))
+    fig, axs = plt.subplots(2, len(runs), figsize=(4.6 * len(runs),
+                                                   2 * 4.0 * (zmax + 8 * R_EQ) / (2 * half) + 0.8))
+    axs = axs.T.ravel()
     k = 0
     for label, (times, out, shots, info) in runs.items():
         for key in ("settled", "flowing"):
@@ -172,7 +173,7 @@ def pictures(runs, path):
                                                 "t = %.2f s after opening" % info.get(
                                                     "t_flowing", 0.0), len(xy)), fontsize=9)
     fig.colorbar(ec, ax=list(axs), label="speed [m/s]", shrink=0.8)
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
 
 

@@ -30,13 +30,14 @@ R_EQ = 1e-3           # equivalent sphere radius [m]
 DENSITY = 1000.0
 G = 9.81
 
-# Published random packing fractions of frictionless spheroids (jammed, Donev et al.,
-# Science 303:990 (2004) and PRE 75:051304 (2007): a cusp-like rise from 0.64 at alpha = 1
-# to a maximum of about 0.71 near alpha = 1.5 and 1/1.5, then a decrease) and experiments
-# (Man et al., PRL 94:198001 (2005): M&M's candies, oblate, about 0.685). Landmark values
-# read from the papers' text, not a digitised curve.
+# Published random packing fractions of frictionless spheroids, jammed (Donev et al.,
+# Science 303:990 (2004); Donev et al. PRE 75:051304 (2007); Chaikin et al., Ind. Eng.
+# Chem. Res. 45:6960 (2006): a cusp-like rise from 0.64 at alpha = 1 to a maximum of about
+# 0.71 near alpha = 1.5 and 1/1.5, then a strong decrease; 0.68-0.71 for spheroids of
+# about the M&M's aspect ratio, simulation and experiment). Landmark values from the
+# papers' text, not a digitised curve.
 PUBLISHED = {"alpha": [1.0, 1.0 / 1.5, 1.5], "phi": [0.64, 0.71, 0.71]}
-MM_CANDIES = (0.5, 0.685)
+MM_BAND = (0.68, 0.71)
 
 
 def spheroid_axes(alpha, r=R_EQ):
@@ -164,17 +165,18 @@ def settle(alpha, n=500, width_r=10.0, seed=1, friction=0.0, max_time=0.4, ke_st
     # contacts per particle in the slab (both ends counted, numpy)
     zc = (np.isin(c["id1"][pair], p["id"][inside]).sum()
           + np.isin(c["id2"][pair], p["id"][inside]).sum())
+    overlap = float(np.mean(np.maximum(-c["u"][pair, 0], 0.0))) / R_EQ if pair.any() else 0.0
     stats = sim.shape_stats() if sim.shapes else {"iterations_mean": 0.0}
     # orientational order of the symmetry axes: <P2(cos theta)> against z
     cz = np.abs(rotation_z_rows(p["orientation"])[:, 2])
     return dict(alpha=alpha, n=n, phi=float(phi), slab=(lo, hi), load=abs(floor) / weight,
-                balance=(floor - dpdt) / weight,
+                balance=(floor - dpdt) / weight, overlap=overlap, friction=friction,
                 z_contacts=zc / max(1, int(inside.sum())), time=sim.time, steps=sim.step_count,
                 wall=wall, ke=sim.energy()["kinetic"] / (n * mass * G * R_EQ),
                 p2=float(np.mean(1.5 * cz[inside] ** 2 - 0.5)) if sim.shapes else float("nan"), iterations=stats["iterations_mean"])
 
 
-def plot(results, path):
+def plot(results, path, rough=()):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -184,11 +186,15 @@ def plot(results, path):
     phi = np.array([r["phi"] for r in results])
     o = np.argsort(a)
     ax.plot(a[o], phi[o], "o-", color="C0", label="pdem: poured, frictionless, slab")
+    if len(rough):
+        ax.plot([r["alpha"] for r in rough], [r["phi"] for r in rough], "o--", color="C1",
+                mfc="none", label="pdem: poured, friction 0.5")
     # Donev's curve: the landmarks, with a guide line through them
     ax.plot(PUBLISHED["alpha"], PUBLISHED["phi"], "s", color="C3", ms=8,
             label="Donev et al. 2004/2007: jammed spheroids (0.64; max ~0.71 at 1.5, 1/1.5)")
-    ax.plot(*MM_CANDIES, "^", color="C2", ms=8, label="Man et al. 2005 / Donev 2004: M&M's, experiment")
-    ax.axhspan(0.60, 0.64, color="0.9", zorder=0, label="poured frictionless spheres 0.60-0.64")
+    ax.axhspan(*MM_BAND, color="C2", alpha=0.12, zorder=0,
+               label="Donev 2004: 0.68-0.71, spheroids of M&M's aspect")
+    ax.axhspan(0.60, 0.64, color="0.9", zorder=0, label="poured spheres 0.60-0.64")
     ax.set_xscale("log")
     ticks = [0.4, 0.5, 0.67, 0.8, 1, 1.25, 1.5, 2, 2.5]
     ax.set_xticks(ticks)
@@ -205,6 +211,7 @@ def plot(results, path):
 
 ASPECTS = (0.4, 0.5, 0.67, 0.8, 1.0, 1.25, 1.5, 2.0, 2.5)
 QUICK = (0.67, 1.0, 1.5)
+FRICTION_ASPECTS = (1.0, 1.5)
 
 
 def main(argv=None):
@@ -226,10 +233,21 @@ def main(argv=None):
                      % (alpha, r["phi"], r["z_contacts"], r["p2"], r["load"], r["ke"], r["time"],
                         r["steps"], r["iterations"], r["wall"]))
         print(lines[-1], flush=True)
+    rough = []
+    if not args.quick:                  # friction lowers the poured fraction
+        for alpha in FRICTION_ASPECTS:
+            r = settle(alpha, n, friction=0.5)
+            rough.append(r)
+            lines.append("%5.2f  %.4f  %5.2f  %+.2f  %.5f  %.1e  %.2f  %6d  %.2f  %6.1f  mu 0.5"
+                         % (alpha, r["phi"], r["z_contacts"], r["p2"], r["load"], r["ke"],
+                            r["time"], r["steps"], r["iterations"], r["wall"]))
+            print(lines[-1], flush=True)
+    lines.append("mean overlap / r of the pair contacts: %s"
+                 % ", ".join("%.1e" % r["overlap"] for r in res))
     with open(os.path.join(args.out, "packing.txt"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
     if args.plot:
-        plot(res, args.plot)
+        plot(res, args.plot, rough)
         print("wrote", os.path.normpath(args.plot))
     return res
 
