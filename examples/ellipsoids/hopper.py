@@ -27,7 +27,7 @@ import pdem
 from pdem.motion import Ramp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from packing import DENSITY, G, R_EQ, place, spheroid_axes  # noqa: E402
+from packing import DENSITY, G, R_EQ, place, shape_matrices, spheroid_axes  # noqa: E402
 
 SLOT = 12 * R_EQ           # outlet width w
 DEPTH = 10 * R_EQ          # periodic y extent L
@@ -122,12 +122,7 @@ def beverloo(phi_b, d, C=1.03, k=1.5):
 def ellipses_xz(p):
     """Projections on the xz plane: centres, full widths, heights and angles (degrees)
     of the ellipses whose support function is that of the ellipsoid restricted to xz."""
-    w, x, y, z = p["orientation"].T
-    R = np.empty((len(w), 3, 3))      # rows: body axes in world coordinates
-    R[:, 0] = np.column_stack([1 - 2 * (y * y + z * z), 2 * (x * y + w * z), 2 * (x * z - w * y)])
-    R[:, 1] = np.column_stack([2 * (x * y - w * z), 1 - 2 * (x * x + z * z), 2 * (y * z + w * x)])
-    R[:, 2] = np.column_stack([2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)])
-    A = np.einsum("nki,nk,nkj->nij", R, p["semi_axes"] ** 2, R)[:, [0, 2]][:, :, [0, 2]]
+    A = shape_matrices(p["orientation"], p["semi_axes"])[:, [0, 2]][:, :, [0, 2]]
     val, vec = np.linalg.eigh(A)
     ang = np.degrees(np.arctan2(vec[:, 1, 1], vec[:, 0, 1]))
     return p["position"][:, [0, 2]], 2 * np.sqrt(val[:, 1]), 2 * np.sqrt(val[:, 0]), ang

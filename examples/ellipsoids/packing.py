@@ -54,15 +54,25 @@ def random_quaternions(rng, n):
                             s1 * np.cos(2 * np.pi * u2), s2 * np.sin(2 * np.pi * u3)])
 
 
-def rotation_z_rows(q):
-    """The z components of the body axes in the world frame (third column of R(q))."""
-    w, x, y, z = q.T
-    return np.column_stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)])
+def rotation_matrices(q):
+    """Rotation matrices (n, 3, 3), body to world, of unit quaternions (w, x, y, z): the
+    columns are the body axes in world coordinates."""
+    w, x, y, z = np.asarray(q, dtype=float).T
+    return np.stack([np.column_stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)]),
+                     np.column_stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)]),
+                     np.column_stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)])],
+                    axis=1)
+
+
+def shape_matrices(q, axes):
+    """A = R diag(a^2) R^T per ellipsoid: its support function is h(n) = sqrt(n^T A n)."""
+    R = rotation_matrices(q)
+    return np.einsum("nik,nk,njk->nij", R, np.broadcast_to(axes, (len(R), 3)) ** 2, R)
 
 
 def extent_z(q, axes):
     """Half height of each ellipsoid along z: the support function h(e_z)."""
-    return np.sqrt(np.sum((rotation_z_rows(q) * axes) ** 2, axis=1))
+    return np.sqrt(shape_matrices(q, axes)[:, 2, 2])
 
 
 def slab_volume(z, h, volume, lo, hi):
@@ -168,7 +178,7 @@ def settle(alpha, n=500, width_r=10.0, seed=1, friction=0.0, max_time=0.4, ke_st
     overlap = float(np.mean(np.maximum(-c["u"][pair, 0], 0.0))) / R_EQ if pair.any() else 0.0
     stats = sim.shape_stats() if sim.shapes else {"iterations_mean": 0.0}
     # orientational order of the symmetry axes: <P2(cos theta)> against z
-    cz = np.abs(rotation_z_rows(p["orientation"])[:, 2])
+    cz = np.abs(rotation_matrices(p["orientation"])[:, 2, 2])   # symmetry axis . e_z
     return dict(alpha=alpha, n=n, phi=float(phi), slab=(lo, hi), load=abs(floor) / weight,
                 balance=(floor - dpdt) / weight, overlap=overlap, friction=friction,
                 z_contacts=zc / max(1, int(inside.sum())), time=sim.time, steps=sim.step_count,

@@ -16,6 +16,7 @@ import os
 
 import numpy as np
 import pytest
+from test_rigid_body import rot
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 spec = importlib.util.spec_from_file_location(
@@ -32,11 +33,7 @@ def test_slab_volume_against_monte_carlo():
     # sample the ellipsoid in the body frame, rotate to the world (numpy, independent)
     u = rng.uniform(-1, 1, (400000, 3))
     u = u[np.einsum("ij,ij->i", u, u) <= 1] * axes
-    w, x, y, z = q[0]
-    R = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                  [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                  [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
-    zz = u @ R.T[:, 2]
+    zz = u @ rot(q[0])[2]
     assert 0.99 * h < zz.max() <= h
     vol = 4 / 3 * math.pi * np.prod(axes)
     for lo, hi in ((-0.2, 0.1), (0.05, 2.0), (-2.0, -0.3)):
