@@ -24,6 +24,8 @@ identity row and column). Each row sums its contacts in contact-list order, whic
 (id_i, kind, id_j): the same bits on any number of ranks and threads.
 """
 from cython.parallel cimport prange
+
+DEF FREEZE = 3
 from libc.math cimport sqrt, fabs
 import numpy as np
 
@@ -294,15 +296,19 @@ def partials(const double[::1] values):
 def contact_states(const signed char[::1] kind, const int[::1] ci, const int[::1] cj,
                    const double[:, ::1] normal, const double[::1] gap,
                    const double[::1] radius, const double[:, ::1] x,
-                   const double[:, ::1] e, const double[::1] mu, double kn, double ks,
-                   double ftol, signed char[::1] code, double[::1] ff, double[:, ::1] sdir,
+                   const double[:, ::1] e, const double[:, ::1] slip,
+                   const double[::1] mu, double kn, double ks,
+                   double ftol, double eps, signed char[::1] flips, signed char[::1] code, double[::1] ff, double[:, ::1] sdir,
                    double[::1] gap_end, int n_threads):
     """After a solve: the end gap and the open-close check of every contact (Shi 1988
-    sec. 4.4): open -> closed (stick) when the end gap is negative, closed -> open
-    when it is positive (tension), stick -> slide when k_s |e + T Delta| > mu F_n, slide
-    -> stick when not (the slide's friction load then updated to mu F_n along the new
-    direction). Returns the number of contacts whose state changed (a slide whose
-    friction load moved by more than ftol relative counts)."""
+    sec. 4.4): open -> closed (stick) when the end gap is below -eps, closed -> open
+    when it is above eps (tension; eps: a hysteresis against open-close cycles), stick -> slide when k_s |e + T Delta| > mu F_n, slide
+    -> stick when the step's slip (slip + T Delta) turns against the sliding direction
+    by more than eps (else the slide's friction load is updated to mu F_n along e + T Delta). Returns the number of contacts whose state changed (a slide whose
+    friction load moved by more than ftol relative counts). A contact that changed
+    state FREEZE times in the step (flips) may then only close or stick: the
+    iteration cannot cycle, and it settles on the side that stores energy in springs
+    (a friction load whose slip reversed would feed energy in)."""
     cdef Py_ssize_t m = kind.shape[0], c
     cdef int k, changed = 0
     cdef signed char new
@@ -331,30 +337,40 @@ def contact_states(const signed char[::1] kind, const int[::1] ci, const int[::1
         gap_end[c] = g
         new = code[c]
         if code[c] == 0:
-            if g < 0.0:
+            if g < -eps:
                 new = 1
-        elif g > 0.0:
+        elif g > eps:
             new = 0
         else:
             tx = e[c, 0] + D[0] - dn * nx
             ty = e[c, 1] + D[1] - dn * ny
             tz = e[c, 2] + D[2] - dn * nz
             tn = sqrt(tx * tx + ty * ty + tz * tz)
-            fn = -kn * g
+            fn = -kn * g if g < 0.0 else 0.0     # no friction in the tolerated tension
             lim = mu[c] * fn
-            if ks * tn <= lim or tn == 0.0:
+            if code[c] == 2 and ((slip[c, 0] + D[0] - dn * nx) * sdir[c, 0] +
+                                 (slip[c, 1] + D[1] - dn * ny) * sdir[c, 1] +
+                                 (slip[c, 2] + D[2] - dn * nz) * sdir[c, 2]) < -eps:
+                new = 1             # the slip of the step reversed: the contact sticks
+            elif ks * tn <= lim or tn == 0.0:
                 new = 1
             else:
                 new = 2
                 f_old = ff[c]
-                if code[c] == 2 and (fabs(lim - f_old) > ftol * lim or
+                if code[c] == 2 and (fabs(lim - f_old) > ftol * fabs(lim) or
                                      fabs(tx / tn - sdir[c, 0]) > ftol or
                                      fabs(ty / tn - sdir[c, 1]) > ftol or
                                      fabs(tz / tn - sdir[c, 2]) > ftol):
                     changed += 1
-                ff[c] = lim
+                # a slide's load: under-relaxed (the fixed point of mu F_n(ff) can
+                # oscillate in a pile)
+                ff[c] = 0.5 * (f_old + lim) if code[c] == 2 and lim > 0.0 else lim
                 sdir[c, 0] = tx / tn; sdir[c, 1] = ty / tn; sdir[c, 2] = tz / tn
+        if new != code[c] and flips[c] >= FREEZE and new != 1:
+            new = code[c]           # a cycling contact may only close or stick
         if new != code[c]:
             changed += 1
             code[c] = new
+            if flips[c] < FREEZE:
+                flips[c] += 1
     return changed
