@@ -6,6 +6,7 @@ from .materials import Material
 from .motion import Ramp, Servo, Sine, Table
 from . import sizes
 from .nscd.scheme import NSCD
+from .dda.scheme import DDA, DDAWarning
 from .packing import Packing, pack
 from .regions import (Box, Cone, Cylinder, FunctionRegion, HalfSpace, MeshRegion, Region, Sphere,
                       Torus, relax, relax_step)
@@ -14,7 +15,7 @@ from .simulation import CheckpointExit, Simulation
 from .threads import openmp_available, thread_count
 
 __version__ = "0.1.0"
-__all__ = ["Domain", "Mesh", "Simulation", "Material", "Explicit", "NSCD", "InputError", "SimulationError", "TimeStepWarning",
+__all__ = ["Domain", "Mesh", "Simulation", "Material", "Explicit", "NSCD", "DDA", "DDAWarning", "InputError", "SimulationError", "TimeStepWarning",
            "Sine", "Ramp", "Table", "Servo", "sizes",
            "CheckpointExit", "restart", "openmp_available", "thread_count",
            "pack", "Packing", "Region", "HalfSpace", "Sphere", "Box", "Cylinder", "Cone", "Torus",

@@ -1,0 +1,376 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Particle DDA (seed 002, "颗粒DDA"): the kernels of the matrix-free implicit step
+(pdem.dda.scheme).
+
+Unknowns: 6 per particle row, the step's correction delta = (du, dv, dw, rx, ry, rz)
+of the rigid displacement (translation and rotation; 2D: z, rx, ry are fixed dofs).
+A contact c joins particle i = ci[c] and body j = cj[c] (a particle when kind[c] == 0,
+else a fixed or moving wall); its normal n points from j to i, its contact point is
+x_i - r_i n on i and x_j + r_j n on j, so the relative displacement of the contact
+points is Delta = G_i delta_i - G_j delta_j with G = [I, -[a]x] (theta x a = -a x theta),
+a_i = -r_i n, a_j = r_j n. Contact energy: Delta^T S Delta / 2 + h . Delta with
+  open:  S = 0, h = 0
+  stick: S = k_n n n^T + k_s (I - n n^T), h = k_n g n + k_s e      (Shi 1988, ch. 4:
+         normal and shear penalty springs; e: the shear spring's elongation so far)
+  slide: S = k_n n n^T,                  h = k_n g n + f_f s      (friction f_f along
+         the sliding direction s applied as a load, Shi 1988 sec. 4.3)
+whose blocks K_ii = G_i^T S G_i, K_jj = G_j^T S G_j, K_ij = -G_i^T S G_j, K_ji = K_ij^T
+and loads -G_i^T h, +G_j^T h are the contact sub-matrices (contact_blocks).
+
+The per-particle rows (seed 002: sum(nK .* x(nBall) .* nFilter, 2) = b): row p holds
+its diagonal block diag[p] (inertia 2 M / dt^2 plus its contacts' K_pp) and one block
+nK[e] per neighbour nBall[e] (gather_rows); nFilter is the dof mask (fixed dofs: an
+identity row and column). Each row sums its contacts in contact-list order, which is
+(id_i, kind, id_j): the same bits on any number of ranks and threads.
+"""
+from cython.parallel cimport prange
+
+DEF FREEZE = 3
+from libc.math cimport sqrt, fabs
+import numpy as np
+
+
+cdef inline void g_matrix(double ax, double ay, double az, double* G) noexcept nogil:
+    """G = [I, -[a]x] (3 x 6, rows): u(contact point) = G (translation, rotation)."""
+    cdef int k
+    for k in range(18):
+        G[k] = 0.0
+    G[0] = 1.0; G[7] = 1.0; G[14] = 1.0
+    # -[a]x = [[0, az, -ay], [-az, 0, ax], [ay, -ax, 0]]
+    G[4] = az; G[5] = -ay
+    G[9] = -az; G[11] = ax
+    G[15] = ay; G[16] = -ax
+
+
+cdef inline void gtsg(const double* Ga, const double* S, const double* Gb, double sign,
+                      double* out) noexcept nogil:
+    """out (6 x 6) = sign Ga^T S Gb."""
+    cdef double SG[18]
+    cdef int r, c, k
+    for r in range(3):
+        for c in range(6):
+            SG[r * 6 + c] = S[r * 3] * Gb[c] + S[r * 3 + 1] * Gb[6 + c] + S[r * 3 + 2] * Gb[12 + c]
+    for r in range(6):
+        for c in range(6):
+            out[r * 6 + c] = sign * (Ga[r] * SG[c] + Ga[6 + r] * SG[6 + c] + Ga[12 + r] * SG[12 + c])
+
+
+cdef void one_contact(signed char kind, double nx, double ny, double nz, double g,
+                     double ri, double rj, signed char code, double ex, double ey,
+                     double ez, double ff, double sx, double sy, double sz, double kn,
+                     double ks, double* kii, double* kjj, double* kij, double* bi,
+                     double* bj) noexcept nogil:
+    cdef double S[9]
+    cdef double h[3]
+    cdef double Gi[18]
+    cdef double Gj[18]
+    cdef int r, k
+    for k in range(9):
+        S[k] = 0.0
+    h[0] = 0.0; h[1] = 0.0; h[2] = 0.0
+    if code != 0:
+        S[0] = kn * nx * nx; S[1] = kn * nx * ny; S[2] = kn * nx * nz
+        S[3] = kn * ny * nx; S[4] = kn * ny * ny; S[5] = kn * ny * nz
+        S[6] = kn * nz * nx; S[7] = kn * nz * ny; S[8] = kn * nz * nz
+        h[0] = kn * g * nx; h[1] = kn * g * ny; h[2] = kn * g * nz
+        if code == 1:
+            S[0] += ks * (1.0 - nx * nx); S[1] -= ks * nx * ny; S[2] -= ks * nx * nz
+            S[3] -= ks * ny * nx; S[4] += ks * (1.0 - ny * ny); S[5] -= ks * ny * nz
+            S[6] -= ks * nz * nx; S[7] -= ks * nz * ny; S[8] += ks * (1.0 - nz * nz)
+            h[0] += ks * ex; h[1] += ks * ey; h[2] += ks * ez
+        else:
+            h[0] += ff * sx; h[1] += ff * sy; h[2] += ff * sz
+    g_matrix(-ri * nx, -ri * ny, -ri * nz, Gi)
+    g_matrix(rj * nx, rj * ny, rj * nz, Gj)
+    gtsg(Gi, S, Gi, 1.0, kii)
+    gtsg(Gj, S, Gj, 1.0, kjj)
+    gtsg(Gi, S, Gj, -1.0, kij)
+    for r in range(6):
+        bi[r] = -(Gi[r] * h[0] + Gi[6 + r] * h[1] + Gi[12 + r] * h[2])
+        bj[r] = Gj[r] * h[0] + Gj[6 + r] * h[1] + Gj[12 + r] * h[2]
+
+
+def contact_blocks(const signed char[::1] kind, const int[::1] ci, const int[::1] cj,
+                   const double[:, ::1] normal, const double[::1] gap,
+                   const double[::1] radius, const signed char[::1] code,
+                   const double[:, ::1] e, const double[::1] ff, const double[:, ::1] sdir,
+                   double kn, double ks, double[:, ::1] kii, double[:, ::1] kjj,
+                   double[:, ::1] kij, double[:, ::1] bi, double[:, ::1] bj, int n_threads):
+    """The sub-matrices and loads of every contact (see the module docstring)."""
+    cdef Py_ssize_t m = kind.shape[0], c
+    cdef double rj
+    for c in prange(m, nogil=True, schedule='static', num_threads=max(1, n_threads)):
+        rj = radius[cj[c]] if kind[c] == 0 else 0.0
+        one_contact(kind[c], normal[c, 0], normal[c, 1], normal[c, 2], gap[c], radius[ci[c]],
+                    rj, code[c], e[c, 0], e[c, 1], e[c, 2], ff[c], sdir[c, 0], sdir[c, 1],
+                    sdir[c, 2], kn, ks, &kii[c, 0], &kjj[c, 0], &kij[c, 0], &bi[c, 0],
+                    &bj[c, 0])
+
+
+def gather_rows(const long[::1] start, const int[::1] entry, const int[::1] ci,
+                const int[::1] cj, const signed char[::1] kind, const double[:, ::1] kii,
+                const double[:, ::1] kjj, const double[:, ::1] kij, const double[:, ::1] bi,
+                const double[:, ::1] bj, const double[:, ::1] inertia_diag,
+                const double[:, ::1] load, const double[:, ::1] mask, double[:, ::1] diag,
+                double[:, ::1] nK, int[::1] nBall, double[:, ::1] b, Py_ssize_t n_rows,
+                int n_threads):
+    """Rows p < n_rows: diag[p] (6 x 6), b[p] (6) and one neighbour block nK[e] with
+    its column row nBall[e] per entry e of the CSR (start, entry: 2 c + side, from
+    contacts.build_gather_lists; walls get nBall = -1), in entry order, masked by
+    mask (nFilter: a fixed dof has an identity row and column and a zero load)."""
+    cdef Py_ssize_t p, q, t
+    cdef int c, side, r, k, other
+    for p in prange(n_rows, nogil=True, schedule='static', num_threads=max(1, n_threads)):
+        for k in range(36):
+            diag[p, k] = 0.0
+        for r in range(6):
+            diag[p, r * 7] = inertia_diag[p, r]
+            b[p, r] = load[p, r]
+        for t in range(start[p], start[p + 1]):
+            c = entry[t] >> 1
+            side = entry[t] & 1
+            if side == 0:
+                for k in range(36):
+                    diag[p, k] = diag[p, k] + kii[c, k]
+                for r in range(6):
+                    b[p, r] = b[p, r] + bi[c, r]
+                other = cj[c] if kind[c] == 0 else -1
+                if other >= 0:
+                    for k in range(36):
+                        nK[t, k] = kij[c, k] * mask[p, k // 6] * mask[other, k % 6]
+            else:
+                for k in range(36):
+                    diag[p, k] = diag[p, k] + kjj[c, k]
+                for r in range(6):
+                    b[p, r] = b[p, r] + bj[c, r]
+                other = ci[c]
+                for k in range(36):          # K_ji = K_ij^T
+                    nK[t, k] = kij[c, (k % 6) * 6 + k // 6] * mask[p, k // 6] * mask[other, k % 6]
+            nBall[t] = other
+        for r in range(6):
+            b[p, r] = b[p, r] * mask[p, r]
+            for k in range(6):
+                if mask[p, r] == 0.0 or mask[p, k] == 0.0:
+                    diag[p, r * 6 + k] = 1.0 if r == k else 0.0
+
+
+cdef int invert6(const double* d, double* inv) noexcept nogil:
+    """inv = d^-1 (6 x 6, rows; Gauss-Jordan with the diagonal pivots of a symmetric
+    positive definite matrix). Returns 0, or 1 when a pivot is not positive."""
+    cdef double a[72]
+    cdef double piv, f
+    cdef int r, c, k
+    for r in range(6):
+        for c in range(6):
+            a[r * 12 + c] = d[r * 6 + c]
+            a[r * 12 + 6 + c] = 1.0 if r == c else 0.0
+    for k in range(6):
+        piv = a[k * 12 + k]
+        if not piv > 0.0:
+            return 1
+        for c in range(12):
+            a[k * 12 + c] = a[k * 12 + c] / piv
+        for r in range(6):
+            if r != k:
+                f = a[r * 12 + k]
+                for c in range(12):
+                    a[r * 12 + c] = a[r * 12 + c] - f * a[k * 12 + c]
+    for r in range(6):
+        for c in range(6):
+            inv[r * 6 + c] = a[r * 12 + 6 + c]
+    return 0
+
+
+def invert_blocks(const double[:, ::1] diag, double[:, ::1] inv, signed char[::1] bad,
+                  Py_ssize_t n_rows, int n_threads):
+    """inv[p] = diag[p]^-1, the block-Jacobi preconditioner; bad[p] = 1 where the
+    block is not positive definite."""
+    cdef Py_ssize_t p
+    for p in prange(n_rows, nogil=True, schedule='static', num_threads=max(1, n_threads)):
+        bad[p] = invert6(&diag[p, 0], &inv[p, 0])
+
+
+def matvec(const long[::1] start, const int[::1] nBall, const double[:, ::1] nK,
+           const double[:, ::1] diag, const double[:, ::1] x, double[:, ::1] y,
+           Py_ssize_t n_rows, int n_threads):
+    """y[p] = diag[p] x[p] + sum_e nK[e] x[nBall[e]] for rows p < n_rows (entries in
+    list order; x holds the ghost rows too)."""
+    cdef Py_ssize_t p, t
+    cdef int r, k, q
+    cdef double s
+    for p in prange(n_rows, nogil=True, schedule='static', num_threads=max(1, n_threads)):
+        for r in range(6):
+            s = 0.0
+            for k in range(6):
+                s = s + diag[p, r * 6 + k] * x[p, k]
+            y[p, r] = s
+        for t in range(start[p], start[p + 1]):
+            q = nBall[t]
+            if q < 0:
+                continue
+            for r in range(6):
+                s = 0.0
+                for k in range(6):
+                    s = s + nK[t, r * 6 + k] * x[q, k]
+                y[p, r] = y[p, r] + s
+
+
+def block_apply(const double[:, ::1] blocks, const double[:, ::1] x, double[:, ::1] y,
+                Py_ssize_t n_rows, int n_threads):
+    """y[p] = blocks[p] x[p] (the preconditioner)."""
+    cdef Py_ssize_t p
+    cdef int r, k
+    cdef double s
+    for p in prange(n_rows, nogil=True, schedule='static', num_threads=max(1, n_threads)):
+        for r in range(6):
+            s = 0.0
+            for k in range(6):
+                s = s + blocks[p, r * 6 + k] * x[p, k]
+            y[p, r] = s
+
+
+def row_dots(const double[:, ::1] a, const double[:, ::1] b, double[::1] out,
+             Py_ssize_t n_rows, int n_threads):
+    """out[p] = a[p] . b[p] (the per-particle terms of a dot product)."""
+    cdef Py_ssize_t p
+    cdef int r
+    cdef double s
+    for p in prange(n_rows, nogil=True, schedule='static', num_threads=max(1, n_threads)):
+        s = 0.0
+        for r in range(6):
+            s = s + a[p, r] * b[p, r]
+        out[p] = s
+
+
+def axpy2(double alpha, const double[:, ::1] p_, const double[:, ::1] q,
+          double[:, ::1] x, double[:, ::1] r, Py_ssize_t n_rows, int n_threads):
+    """x += alpha p, r -= alpha q (rows < n_rows)."""
+    cdef Py_ssize_t p
+    cdef int k
+    for p in prange(n_rows, nogil=True, schedule='static', num_threads=max(1, n_threads)):
+        for k in range(6):
+            x[p, k] = x[p, k] + alpha * p_[p, k]
+            r[p, k] = r[p, k] - alpha * q[p, k]
+
+
+def xpby(const double[:, ::1] z, double beta, double[:, ::1] p_, Py_ssize_t n_rows,
+         int n_threads):
+    """p = z + beta p (rows < n_rows)."""
+    cdef Py_ssize_t p
+    cdef int k
+    for p in prange(n_rows, nogil=True, schedule='static', num_threads=max(1, n_threads)):
+        for k in range(6):
+            p_[p, k] = z[p, k] + beta * p_[p, k]
+
+
+def partials(const double[::1] values):
+    """The exact sum of `values` as non-overlapping partials (Shewchuk 1997, the
+    algorithm of Python's math.fsum): math.fsum of the partials of several sets gives
+    the correctly rounded sum of their union, whatever the split and order."""
+    cdef Py_ssize_t n = values.shape[0], k, i, j
+    cdef double p[80]
+    cdef double x, y, hi, lo, t
+    cdef int np_ = 0
+    with nogil:
+        for k in range(n):
+            x = values[k]
+            i = 0
+            for j in range(np_):
+                y = p[j]
+                if fabs(x) < fabs(y):
+                    t = x; x = y; y = t
+                hi = x + y
+                lo = y - (hi - x)
+                if lo != 0.0:
+                    p[i] = lo
+                    i += 1
+                x = hi
+            p[i] = x
+            np_ = i + 1
+    out = np.zeros(80)
+    for k in range(np_):
+        out[k] = p[k]
+    return out
+
+
+def contact_states(const signed char[::1] kind, const int[::1] ci, const int[::1] cj,
+                   const double[:, ::1] normal, const double[::1] gap,
+                   const double[::1] radius, const double[:, ::1] x,
+                   const double[:, ::1] e, const double[:, ::1] slip,
+                   const double[::1] mu, double kn, double ks,
+                   double ftol, double eps, signed char[::1] flips, signed char[::1] code, double[::1] ff, double[:, ::1] sdir,
+                   double[::1] gap_end, int n_threads):
+    """After a solve: the end gap and the open-close check of every contact (Shi 1988
+    sec. 4.4): open -> closed (stick) when the end gap is below -eps, closed -> open
+    when it is above eps (tension; eps: a hysteresis against open-close cycles), stick -> slide when k_s |e + T Delta| > mu F_n, slide
+    -> stick when the step's slip (slip + T Delta) turns against the sliding direction
+    by more than eps (else the slide's friction load is updated to mu F_n along e + T Delta). Returns the number of contacts whose state changed (a slide whose
+    friction load moved by more than ftol relative counts). A contact that changed
+    state FREEZE times in the step (flips) may then only close or stick: the
+    iteration cannot cycle, and it settles on the side that stores energy in springs
+    (a friction load whose slip reversed would feed energy in)."""
+    cdef Py_ssize_t m = kind.shape[0], c
+    cdef int k, changed = 0
+    cdef signed char new
+    cdef double D[3]
+    cdef double nx, ny, nz, ri, rj, dn, g, tx, ty, tz, tn, fn, lim, f_old
+    cdef double ax, ay, az, bx, by, bz
+    cdef int i, j
+    for c in range(m):
+        nx = normal[c, 0]; ny = normal[c, 1]; nz = normal[c, 2]
+        i = ci[c]
+        ri = radius[i]
+        # Delta = G_i x_i - G_j x_j; theta x a with a_i = -r_i n, a_j = r_j n
+        ax = -ri * nx; ay = -ri * ny; az = -ri * nz
+        D[0] = x[i, 0] + x[i, 4] * az - x[i, 5] * ay
+        D[1] = x[i, 1] + x[i, 5] * ax - x[i, 3] * az
+        D[2] = x[i, 2] + x[i, 3] * ay - x[i, 4] * ax
+        if kind[c] == 0:
+            j = cj[c]
+            rj = radius[j]
+            bx = rj * nx; by = rj * ny; bz = rj * nz
+            D[0] = D[0] - (x[j, 0] + x[j, 4] * bz - x[j, 5] * by)
+            D[1] = D[1] - (x[j, 1] + x[j, 5] * bx - x[j, 3] * bz)
+            D[2] = D[2] - (x[j, 2] + x[j, 3] * by - x[j, 4] * bx)
+        dn = D[0] * nx + D[1] * ny + D[2] * nz
+        g = gap[c] + dn
+        gap_end[c] = g
+        new = code[c]
+        if code[c] == 0:
+            if g < -eps:
+                new = 1
+        elif g > eps:
+            new = 0
+        else:
+            tx = e[c, 0] + D[0] - dn * nx
+            ty = e[c, 1] + D[1] - dn * ny
+            tz = e[c, 2] + D[2] - dn * nz
+            tn = sqrt(tx * tx + ty * ty + tz * tz)
+            fn = -kn * g if g < 0.0 else 0.0     # no friction in the tolerated tension
+            lim = mu[c] * fn
+            if code[c] == 2 and ((slip[c, 0] + D[0] - dn * nx) * sdir[c, 0] +
+                                 (slip[c, 1] + D[1] - dn * ny) * sdir[c, 1] +
+                                 (slip[c, 2] + D[2] - dn * nz) * sdir[c, 2]) < -eps:
+                new = 1             # the slip of the step reversed: the contact sticks
+            elif ks * tn <= lim or tn == 0.0:
+                new = 1
+            else:
+                new = 2
+                f_old = ff[c]
+                if code[c] == 2 and (fabs(lim - f_old) > ftol * fabs(lim) or
+                                     fabs(tx / tn - sdir[c, 0]) > ftol or
+                                     fabs(ty / tn - sdir[c, 1]) > ftol or
+                                     fabs(tz / tn - sdir[c, 2]) > ftol):
+                    changed += 1
+                # a slide's load: under-relaxed (the fixed point of mu F_n(ff) can
+                # oscillate in a pile)
+                ff[c] = 0.5 * (f_old + lim) if code[c] == 2 and lim > 0.0 else lim
+                sdir[c, 0] = tx / tn; sdir[c, 1] = ty / tn; sdir[c, 2] = tz / tn
+        if new != code[c] and flips[c] >= FREEZE and new != 1:
+            new = code[c]           # a cycling contact may only close or stick
+        if new != code[c]:
+            changed += 1
+            code[c] = new
+            if flips[c] < FREEZE:
+                flips[c] += 1
+    return changed

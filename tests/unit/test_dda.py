@@ -1,0 +1,243 @@
+"""Particle DDA (pdem.DDA, docs/dda.md): the matrix-free product against a sparse
+matrix assembled here from Shi's contact sub-matrices, closed forms of free fall, a
+block and a disk on an incline, a column's contact forces, the penetration tolerance,
+restarts and bad input."""
+import math
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import pdem
+from pdem.dda.scheme import Operator
+from pdem.errors import InputError, SimulationError
+
+G = 9.81
+
+
+def skew(a):
+    return np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
+
+
+def test_matrix_free_product_equals_assembled_matrix():
+    """A x of the per-particle rows equals K x with K assembled by scipy from every
+    overlapping pair and plane contact (stick: S = k_n n n^T + k_s (I - n n^T),
+    u(contact point) = translation + rotation x branch), inertia 2 M / dt^2 and a
+    blocked dof (identity row and column), on a random packing."""
+    rng = np.random.default_rng(3)
+    n, r, dt, kn, ks = 60, 0.05, 1e-3, 3e6, 1e6
+    sim = pdem.Simulation(pdem.Domain((0, 0, 0), (0.6, 0.6, 0.6)), dt, gravity=(0, 0, -G),
+                          scheme=pdem.DDA(penalty=kn, shear_penalty=ks))
+    sim.material("m", 2500.0, friction=10.0)
+    sim.add_plane((0, 0, 0), (0, 0, 1), "m")
+    pos = rng.uniform(0.06, 0.54, (n, 3))
+    pos[:, 2] = rng.uniform(0.04, 0.3, n)
+    radii = r * rng.uniform(0.8, 1.2, n)
+    ids = sim.add_spheres(pos, radii, "m")
+    sim.block(ids[7], ["y", "rz"])
+    sim.rebuild()
+    op = Operator(sim, sim.scheme)
+    op.assemble()
+    st = sim.store
+    x = rng.standard_normal((st.n, 6))
+    y = np.zeros_like(x)
+    op.matvec(x, y)
+
+    # the same operator, assembled globally in the test (rows in id order)
+    order = np.argsort(st.id[:st.n])
+    p, rad = st.pos[order], st.radius[order]
+    mass, inertia = st.mass[order], st.inertia[order]
+    rows, cols, vals = [], [], []
+
+    def add(bi, bj, block):
+        ii, jj = np.meshgrid(np.arange(6) + 6 * bi, np.arange(6) + 6 * bj, indexing="ij")
+        rows.append(ii.ravel()), cols.append(jj.ravel()), vals.append(block.ravel())
+
+    def gmat(a):
+        return np.hstack([np.eye(3), -skew(a)])
+
+    contacts = 0
+    for i in range(n):
+        add(i, i, np.diag([2 * mass[i] / dt ** 2] * 3 + [2 * inertia[i] / dt ** 2] * 3))
+        for j in range(n):
+            d = p[i] - p[j]
+            dist = np.linalg.norm(d)
+            if i == j or dist >= rad[i] + rad[j]:
+                continue
+            nrm = d / dist                               # from j to i
+            S = kn * np.outer(nrm, nrm) + ks * (np.eye(3) - np.outer(nrm, nrm))
+            D = np.hstack([gmat(-rad[i] * nrm), -gmat(rad[j] * nrm)])   # Delta = D [x_i; x_j]
+            K = D.T @ S @ D
+            add(i, i, K[:6, :6])       # each pair twice (i, j) and (j, i): half each
+            add(i, j, K[:6, 6:])
+            contacts += 1
+        if p[i, 2] < rad[i]:                             # the plane z = 0
+            nrm = np.array([0, 0, 1.0])
+            S = kn * np.outer(nrm, nrm) + ks * (np.eye(3) - np.outer(nrm, nrm))
+            Gi = gmat(-rad[i] * nrm)
+            add(i, i, Gi.T @ S @ Gi)
+            contacts += 1
+    K = sp.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                      shape=(6 * n, 6 * n)).tocsr()
+    free = np.ones(6 * n)
+    k = int(np.flatnonzero(st.id[order] == ids[7])[0])
+    free[[6 * k + 1, 6 * k + 5]] = 0.0
+    P = sp.diags(free)
+    A = P @ K @ P + sp.diags(1.0 - free)
+    assert contacts > 2 * n                              # a packing with many contacts
+    expected = A @ x[order].ravel()
+    got = y[order].ravel()
+    assert np.linalg.norm(got - expected) <= 1e-12 * np.linalg.norm(expected)
+
+
+def run_free_fall(dim):
+    v0 = (1.0, 2.0, 3.0)[:dim]
+    g = (0.5, -G, 0.0) if dim == 2 else (0.5, 0.3, -G)
+    dom = pdem.Domain((-50,) * dim, (50,) * dim, dim=dim)
+    sim = pdem.Simulation(dom, 1e-2, gravity=g, scheme=pdem.DDA(penalty=1e6))
+    sim.material("m", 1000.0)
+    sim.add_spheres([(0.5,) * dim], 0.1, "m", velocities=[v0])
+    sim.run(137)
+    p = sim.particles()
+    t = sim.time
+    expected = 0.5 + np.array(v0) * t + 0.5 * np.array(g[:dim]) * t * t
+    assert np.allclose(p["position"][0, :dim], expected, rtol=1e-13, atol=0)
+    assert np.allclose(p["velocity"][0, :dim], np.array(v0) + np.array(g[:dim]) * t,
+                       rtol=1e-12, atol=0)
+
+
+def test_free_fall_is_exact():
+    """Shi's step is exact for a constant acceleration: x0 + v0 t + g t^2 / 2."""
+    run_free_fall(2)
+    run_free_fall(3)
+
+
+def incline(theta, mu, lock, steps=200, dt=1e-3, kn=1e8):
+    """A disk (radius 0.1, 2D) on a plane inclined by theta under gravity, starting at
+    rest with the static overlap m g cos(theta) / k_n; returns (distance down the
+    slope, time, angular velocity, speed)."""
+    r, rho = 0.1, 1000.0
+    sim = pdem.Simulation(pdem.Domain((-5, -5), (5, 5), dim=2), dt, gravity=(0, -G, 0),
+                          scheme=pdem.DDA(penalty=kn))
+    sim.material("m", rho, friction=mu)
+    nrm = np.array([-math.sin(theta), math.cos(theta), 0.0])
+    sim.add_plane((0, 0, 0), nrm, "m")
+    m = rho * math.pi * r * r
+    ids = sim.add_spheres([tuple(nrm[:2] * (r - m * G * math.cos(theta) / kn))], r, "m")
+    if lock:
+        sim.block(ids, "rz")
+    x0 = sim.particles()["position"][0].copy()
+    sim.run(steps)
+    p = sim.particles()
+    down = np.array([-math.cos(theta), -math.sin(theta), 0.0])
+    return ((p["position"][0] - x0) @ down, sim.time, p["angular_velocity"][0, 2],
+            np.linalg.norm(p["velocity"][0]), m)
+
+
+@pytest.mark.parametrize("mu", [0.3, 0.7])
+def test_block_on_incline(mu):
+    """Rotation locked: d = g (sin th - cos th tan phi) t^2 / 2 when tan phi < tan th,
+    else at rest (the shear spring's compliance m g sin th / k_s only)."""
+    th, kn = math.radians(30), 1e8
+    d, t, w, speed, m = incline(th, mu, lock=True, kn=kn)
+    if mu < math.tan(th):
+        assert d == pytest.approx(G * (math.sin(th) - math.cos(th) * mu) * t * t / 2, rel=1e-12)
+    else:
+        assert 0 <= d <= 2 * m * G * math.sin(th) / kn
+        assert speed < 1e-6
+
+
+@pytest.mark.parametrize("mu", [0.3, 0.1])
+def test_disk_rolls_or_slips(mu):
+    """A free disk rolls without slip (a = 2/3 g sin th, omega = v / r) when tan th <=
+    3 mu, else slips with a = g (sin th - mu cos th)."""
+    th = math.radians(30)
+    d, t, w, speed, m = incline(th, mu, lock=False)
+    if math.tan(th) <= 3 * mu:
+        assert d == pytest.approx(2 / 3 * G * math.sin(th) * t * t / 2, rel=1e-4)
+        assert w * 0.1 == pytest.approx(speed, rel=1e-4)
+    else:
+        assert d == pytest.approx(G * (math.sin(th) - mu * math.cos(th)) * t * t / 2,
+                                  rel=1e-12)
+        # the friction torque mu m g cos th r over I = m r^2 / 2
+        assert w == pytest.approx(2 * mu * G * math.cos(th) / 0.1 * t, rel=1e-12)
+
+
+def test_column_carries_the_weight_above():
+    """A column of spheres on a plane (quasi-static, dynamic=0): each contact carries
+    the weight of the spheres above it."""
+    r, rho, n = 0.05, 2000.0, 6
+    sim = pdem.Simulation(pdem.Domain((-1, -1, -0.5), (1, 1, 2)), 1e-2, gravity=(0, 0, -G),
+                          scheme=pdem.DDA(penalty=1e7, dynamic=0.0))
+    sim.material("m", rho, friction=0.5)
+    sim.add_plane((0, 0, 0), (0, 0, 1), "m")
+    sim.add_spheres([(0, 0, r + 2 * r * k) for k in range(n)], r, "m")
+    sim.run(50)
+    c = sim.contacts()
+    m = rho * 4 / 3 * math.pi * r ** 3
+    below = np.where(c["kind"] == "plane", -1, c["id1"])      # the body under id2
+    assert np.all(below == c["id2"] - 1)
+    np.testing.assert_allclose(c["force"][:, 2], m * G * (n - c["id2"]), rtol=1e-9)
+    np.testing.assert_allclose(c["force"][:, :2], 0.0, atol=1e-9)
+
+
+def drop(tol=None, kn=1e8, **kwargs):
+    rng = np.random.default_rng(5)
+    sim = pdem.Simulation(pdem.Domain((0, 0), (1, 2), dim=2), 2e-3, gravity=(0, -G, 0),
+                          scheme=pdem.DDA(penalty=kn, tol=tol, **kwargs))
+    sim.material("m", 2000.0, friction=0.4)
+    for point, normal in (((0, 0), (0, 1)), ((0, 0), (1, 0)), ((1, 0), (-1, 0))):
+        sim.add_plane(point + (0,), normal + (0,), "m")
+    gx, gy = np.meshgrid(np.linspace(0.1, 0.9, 5), np.linspace(0.1, 0.9, 5))
+    pos = np.column_stack([gx.ravel(), gy.ravel()]) + rng.uniform(-0.01, 0.01, (25, 2))
+    sim.add_spheres(pos, rng.uniform(0.07, 0.09, 25), "m")
+    return sim
+
+
+def test_penetration_below_tolerance_every_step():
+    """A pile settling: after every step no closed contact overlaps more than tol; a
+    penalty far too soft stops the run naming the contact."""
+    sim = drop(tol=1e-3)
+    deepest = 0.0
+    for _ in range(60):
+        sim.step()
+        c = sim.contacts()
+        deepest = max(deepest, float(-c["u"][:, 0].min()) if len(c["u"]) else 0.0)
+    assert 0 < deepest <= 1e-3
+    assert sim.scheme.total_open_close >= 60
+    soft = drop(tol=1e-3, kn=1e5)
+    with pytest.raises(SimulationError, match="DDA: overlap of .* above tol"):
+        soft.run(60)
+
+
+def test_restart_continues_bit_for_bit(tmp_path):
+    """Velocities and contact states (open, stick, slide, shear elongation) survive a
+    checkpoint: the restarted run has the same bits."""
+    a = drop()
+    a.run(30)
+    a.checkpoint(str(tmp_path / "c.h5"))
+    a.run(20)
+    b = pdem.restart(str(tmp_path / "c.h5"))
+    assert isinstance(b.scheme, pdem.DDA) and b.scheme.penalty == 1e8
+    b.run(20)
+    pa, pb = a.particles(), b.particles()
+    for k in ("position", "velocity", "angular_velocity"):
+        assert np.array_equal(pa[k], pb[k]), k
+
+
+def test_open_close_cap_warns():
+    sim = drop(max_open_close=1)
+    with pytest.warns(pdem.DDAWarning, match="open-close iteration not converged"):
+        sim.run(30)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({}, "DDA: penalty"),
+    ({"penalty": 1e6, "rigid": False}, "DDA: rigid=False is not available"),
+    ({"penalty": 1e6, "dynamic": 1.5}, "DDA: dynamic"),
+    ({"penalty": -1.0}, "DDA: penalty"),
+])
+def test_bad_input(kwargs, match):
+    with pytest.raises(InputError, match=match):
+        pdem.DDA(**kwargs)
