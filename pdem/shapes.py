@@ -12,6 +12,7 @@ pyx/rigid_body.pyx (the free-rotor splitting of Dullweber, Leimkuhler and McLach
 import numpy as np
 
 from ._kernels import rigid_body
+from . import clumps
 from .errors import InputError
 from .particles import SHAPES, ellipsoid_mass
 
@@ -97,6 +98,9 @@ def renew(sim, idx, density=None):
     if density is not None:
         m, moments = ellipsoid_mass(st.semi_axes[idx], density)
         st.mass[idx], st.inertia_body[idx], st.inertia[idx] = m, moments, moments.min(axis=1)
+        clump = idx[st.shape[idx] == SHAPES["clump"]]
+        if len(clump):
+            clumps.renew_mass(st, clump, sim.templates, density)
     L = np.zeros((len(idx), 3))
     rigid_body.angmom_from_angvel(np.ascontiguousarray(st.orient[idx]),
                                   np.ascontiguousarray(st.angvel[idx]),

@@ -20,7 +20,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from . import analysis, diagnostics, editing, insertion, shapes, validate
+from . import analysis, clumps, diagnostics, editing, insertion, shapes, validate
 from . import energy as energy_balance
 from ._kernels import integrate
 from .collective import Collective
@@ -250,6 +250,25 @@ class Simulation:
         self.shapes = True
         return self._append(new)
 
+    def clump_template(self, centres, radii):
+        """Register a clump of overlapping spheres (centres (n, 3), radii (n,) or one
+        number, in any frame); returns its template index for add_clumps. Its mass
+        properties are those of the union of the spheres (docs/clumps.md). Collective."""
+        self.collective.same("clump_template", centres=centres, radii=radii)
+        return clumps.add_template(self.templates, centres, radii)
+
+    def add_clumps(self, positions, template, material, orientations=None, velocities=None,
+                   angular_velocities=None):
+        """Add rigid clumps of template `template` (3D, explicit scheme); returns their
+        ids. positions: the centres of mass; orientations (n, 4) unit quaternions taking
+        the frame the template's spheres were given in to the world (default: as given).
+        Collective: every rank passes the same full arrays (docs/clumps.md)."""
+        self.collective.same("add_clumps", positions=positions, template=template,
+                             material=material, orientations=orientations,
+                             velocities=velocities, angular_velocities=angular_velocities)
+        return clumps.add(self, positions, template, material, orientations, velocities,
+                          angular_velocities)
+
     def _shapes_supported(self, what):
         """Refuse non-spheres where they are not wired yet (docs/ellipsoids.md)."""
         if self.scheme.name != "explicit":
@@ -265,6 +284,9 @@ class Simulation:
                             ("bonds", int(self.interactions["bond"].any))):
             if count:
                 raise InputError("%s: contacts with %s are not available yet" % (what, kind))
+        if what != "add_clumps" and clumps.present(self, (clumps.SHAPE,)):
+            raise InputError("%s: ellipsoids and clumps in one simulation are not available "
+                             "yet (no clump-ellipsoid contact)" % what)
 
     def _check_size(self, name, r):
         length = self.domain.length[:self.domain.dim]
@@ -1010,7 +1032,7 @@ class Simulation:
                "angular_velocity": st.angvel[:n], "force": st.force[:n],
                "torque": st.torque[:n], "radius": st.radius[:n], "mass": st.mass[:n],
                "orientation": st.orient[:n], "material": st.material[:n],
-               "shape": st.shape[:n]}
+               "shape": st.shape[:n], "template": st.template[:n]}
         # semi-axes and principal moments (spheres: r and their scalar moment, thrice)
         sphere = st.shape[:n] == 0
         out["semi_axes"] = np.where(sphere[:, None], st.radius[:n, None], st.semi_axes[:n])
@@ -1068,7 +1090,8 @@ class Simulation:
         the particles, summed over ranks (collective)."""
         loads = self.interactions["plane"].loads()
         if self.shapes:             # the same on every rank: both collective or neither
-            loads = loads + self.interactions["ellplane"].loads()
+            loads = loads + self.interactions["ellplane"].loads() + \
+                self.interactions["clplane"].loads()
         return loads
 
     def segment_forces(self):

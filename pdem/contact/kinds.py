@@ -88,16 +88,22 @@ def pair_candidates(sim, b):
     return b.pairs
 
 
-def shaped(sim, *particles):
+def shaped(sim, *particles, code=None):
     """Mask of the rows whose particles (local indices, one array per slot) include a
-    non-sphere; None when no particle of the simulation is one (nothing to split)."""
+    non-sphere (code: a particle of that shape code); None when no particle of the
+    simulation is one (nothing to split)."""
     if not sim.shapes:
         return None
     shape = sim.store.shape
-    mask = shape[particles[0]] != 0
-    for p in particles[1:]:
-        mask |= shape[p] != 0
+    mask = np.zeros(len(particles[0]), bool)
+    for p in particles:
+        mask |= shape[p] != 0 if code is None else shape[p] == code
     return mask
+
+
+def ellipsoidal(sim, *particles):
+    """Mask of the rows with an ellipsoid or ellipse and no clump (clump_kinds.py)."""
+    return shaped(sim, *particles) & ~shaped(sim, *particles, code=3)
 
 
 NO_ROWS = (np.zeros(0, np.int32), np.zeros(0, np.int8), np.zeros((0, NCOLS)))
@@ -600,7 +606,7 @@ class EllipsoidPairs(ShapeRows, TwoBodyRows):
             self.take(ContactBatch(), b)
         else:
             i1, i2, key = pair_candidates(sim, b)
-            mask = shaped(sim, i1, i2)
+            mask = ellipsoidal(sim, i1, i2)
             rows = ContactBatch(i1[mask], i2[mask], key[mask])
             rows.carry_from(self.batch)
             self.take(rows, b)
@@ -657,7 +663,7 @@ class EllipsoidPlaneContacts(ShapeRows, WallContacts):
         else:
             wp, ww = cells.build_plane_pairs(st.pos, st.radius, b.n_own, pl.point, pl.normal,
                                              b.skin)
-            mask = shaped(sim, wp)
+            mask = ellipsoidal(sim, wp)
             wp, ww = wp[mask], ww[mask]
             rows = ContactBatch(wp, ww, keys.make(st.id[wp], ww))
             rows.carry_from(self.batch)
@@ -697,3 +703,4 @@ class EllipsoidPlaneContacts(ShapeRows, WallContacts):
 
 from .bonds import BondContacts  # noqa: E402,F401  (registered last: its sums come last)
 from .region_walls import RegionWallContacts  # noqa: E402,F401  (after bonds: no old sum moves)
+from .clump_kinds import ClumpPairs, ClumpPlaneContacts  # noqa: E402,F401  (likewise)

@@ -28,6 +28,7 @@ class ContactBatch:
         self.i2 = np.zeros(n, np.int32) if i2 is None else np.ascontiguousarray(i2, np.int32)
         self.key = np.zeros(n, np.int64) if key is None else np.ascontiguousarray(key, np.int64)
         self.active = np.zeros(n, np.int8)
+        self.sub = np.zeros(n, np.int32)        # sub-key: clump member indices (clump_kinds)
         buf = None if spare is None else spare.buffer
         if buf is not None and n <= len(buf) <= 2 * n + 1024:
             self.buffer = buf
@@ -48,22 +49,25 @@ class ContactBatch:
         return len(self.key)
 
     @staticmethod
-    def from_rows(key, active, state):
+    def from_rows(key, active, state, sub=None):
         """A batch of contact rows without local particle indices (rows read from a
         checkpoint or received with migrating particles, waiting for carry_from)."""
         out = ContactBatch(key=key)
         out.active[:] = active
         out.state[:] = np.reshape(state, (-1, NCOLS))
+        if sub is not None:
+            out.sub[:] = sub
         return out
 
     def rows(self, index):
-        """A batch of the rows `index` (key, active, state; local indices dropped)."""
-        return ContactBatch.from_rows(self.key[index], self.active[index], self.state[index])
+        """A batch of the rows `index` (key, active, state, sub; local indices dropped)."""
+        return ContactBatch.from_rows(self.key[index], self.active[index], self.state[index],
+                                      self.sub[index])
 
     @staticmethod
     def concat(batches):
         return ContactBatch.from_rows(*(np.concatenate([getattr(b, k) for b in batches])
-                                        for k in ("key", "active", "state")))
+                                        for k in ("key", "active", "state", "sub")))
 
     def carry_from(self, old):
         """Copy the rows of contacts active in `old` whose key is also here (where old

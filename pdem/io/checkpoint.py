@@ -53,15 +53,17 @@ from ..particles import FIELDS
 from ..scheme import from_description
 from .frames import collective_transfer, row_offsets, write_slab
 
-VERSION = 8         # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bit id keys;
+VERSION = 9         # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bit id keys;
                     # 4: 2D boundary segments and points; 5: bonds; 6: region walls;
                     # 7: particle shapes (shape, semi_axes, inertia_body, angmom) and the
                     # ellipsoid kinds; 8: shape templates (pdem/shape_templates.py) and
-                    # the energy tracker's sums (attribute `energy`)
-READS = (5, 6, 7, 8)  # older files: no region walls (5), no shapes (5, 6): spheres only
+                    # the energy tracker's sums (attribute `energy`); 9: the clump kinds,
+                    # rows with a sub-key (pdem/contact/clump_kinds.py)
+READS = (5, 6, 7, 8, 9)  # older files: no region walls (5), no shapes (5, 6): spheres only
 SINCE = {"shape": 7, "semi_axes": 7, "inertia_body": 7, "angmom": 7,   # particle fields
          "template": 8}                                              # newer than format 5
 SHAPE_KINDS = ("ellpair", "ellplane")
+CLUMP_KINDS = ("clump", "clplane")                            # since format 9
 ELEMENT_FIELDS = ("a", "b", "material")      # pdem.contact.walls.Segments
 ROW_LAYOUT = json.dumps({"columns": COLUMNS, "ncols": NCOLS, "key_bits": keys.BITS})
 CHUNK = 1 << 20                     # rows read at a time on restart
@@ -137,6 +139,8 @@ def write(sim, path):
             _write_rows(g, "key", batch.key[k], comm)
             _write_rows(g, "active", batch.active[k], comm)
             _write_rows(g, "state", np.ascontiguousarray(batch.state[k]), comm)
+            if getattr(kind, "subkeys", False):     # clump member indices (clump_kinds.py)
+                _write_rows(g, "sub", batch.sub[k], comm)
     comm.Barrier()                          # every rank has closed the file
     if comm.rank == 0:
         with open(tmp, "rb") as fh:
@@ -171,7 +175,8 @@ def _open(path, comm):
                 ["interactions/%s/%s" % (c.name, k) for c in KINDS
                  for k in ("key", "active", "state") if (c.name != "region" or
                  f.attrs["version"] >= 6) and (c.name not in SHAPE_KINDS or
-                                               f.attrs["version"] >= 7)] + ["mesh_walls"] + \
+                                               f.attrs["version"] >= 7) and (c.name not in CLUMP_KINDS or
+                                               f.attrs["version"] >= 9)] + ["mesh_walls"] + \
                 ["bonds_broken/" + k for k in BROKEN_FIELDS]
             missing = [k for k in need if k not in f]
             counts = {len(f["particles/" + k]) for k in list(FIELDS) + ["build_pos"]
@@ -266,6 +271,8 @@ def read(path, simulation, comm=None, threads=None, dims=None):
                 continue
             g = f["interactions/" + name]
             rows = {"key": [], "active": [], "state": []}
+            if "sub" in g:
+                rows["sub"] = []
             for start, key in _chunks(g["key"]):
                 k = np.flatnonzero(np.any([np.isin(p, ids) for p in kind.key_particles(key)],
                                           axis=0))

@@ -13,7 +13,7 @@ from ..contact.store import NCOLS, ContactBatch
 from .exchange import alltoallv_records, pack, record_dtype, unpack
 
 CONTACT_RECORD = np.dtype([("key", np.int64), ("kind", np.int8), ("active", np.int8),
-                           ("state", np.float64, (NCOLS,))])
+                           ("sub", np.int32), ("state", np.float64, (NCOLS,))])
 
 
 def _contact_records(batch, owners, dest, rank, kind):
@@ -33,6 +33,7 @@ def _contact_records(batch, owners, dest, rank, kind):
     rec = np.empty(len(rows), CONTACT_RECORD)
     rec["key"], rec["kind"] = batch.key[rows], kind
     rec["active"], rec["state"] = batch.active[rows], batch.state[rows]
+    rec["sub"] = batch.sub[rows]
     return rec, to
 
 
@@ -66,6 +67,8 @@ def migrate(comm, own, dest, batches, owners):
         b = ContactBatch(key=np.concatenate([np.take(old.key, keep), r["key"]]))
         b.active[:m] = np.take(old.active, keep)
         b.active[m:] = r["active"]
+        b.sub[:m] = np.take(old.sub, keep)
+        b.sub[m:] = r["sub"]
         np.take(old.state, keep, axis=0, out=b.state[:m], mode="clip")   # keep: valid rows
         b.state[m:] = r["state"]
         out.append(b)

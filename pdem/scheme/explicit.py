@@ -43,7 +43,7 @@ class Explicit(Scheme):
             check_timestep(sim)
 
     def after_build(self, sim):
-        for name in ("pair", "ellpair"):
+        for name in ("pair", "ellpair", "clump"):
             pairs = sim.interactions[name].batch
             check_pair_laws(sim, pairs.i1, pairs.i2)
 

@@ -1,0 +1,262 @@
+"""Clumps (issue 21 part 8, docs/clumps.md): mass properties of the union of spheres
+against closed forms and numpy Monte Carlo, and clumps in the engine against the sphere
+path, statics, and conservation laws."""
+import math
+
+import numpy as np
+import pytest
+
+import pdem
+from pdem import clumps
+from test_rigid_body import rot
+
+G = 9.81
+
+
+def box(length=1.0, periodic=(True, True, True), dt=1e-5, gravity=(0, 0, 0)):
+    return pdem.Simulation(pdem.Domain((0, 0, 0), (length,) * 3, periodic=periodic), dt=dt,
+                           gravity=gravity)
+
+
+def world_L(p):
+    return np.array([rot(q) @ (I * (rot(q).T @ w)) for q, I, w in
+                     zip(p["orientation"], p["inertia"], p["angular_velocity"])])
+
+
+def monte_carlo(centres, radii, n=2_000_000, seed=3):
+    """Volume, centroid and inertia tensor (unit density) of the union by sampling its
+    bounding box (numpy only), with the standard error of the volume."""
+    c, r = np.asarray(centres, float), np.asarray(radii, float)
+    lo, hi = (c - r[:, None]).min(axis=0), (c + r[:, None]).max(axis=0)
+    x = np.random.default_rng(seed).uniform(lo, hi, size=(n, 3))
+    inside = np.any(np.sum((x[:, None, :] - c[None]) ** 2, axis=2) < r ** 2, axis=1)
+    box_v = np.prod(hi - lo)
+    p = inside.mean()
+    v = box_v * p
+    y = x[inside]
+    com = y.mean(axis=0)
+    d = y - com
+    second = box_v / n * d.T @ d
+    return v, com, np.trace(second) * np.eye(3) - second, box_v * math.sqrt(p * (1 - p) / n)
+
+
+# ------------------------------------------------------------------- mass properties
+def test_lens_volume_of_two_equal_spheres_is_exact():
+    """V = 2 (4/3 pi r^3) - pi (4 r + d)(2 r - d)^2 / 12 (two spheres minus their lens)."""
+    for r, d in [(1.0, 1.2), (0.3, 0.05), (2.0, 3.9)]:
+        v, com, inertia, method = clumps.mass_properties([[0, 0, 0], [d, 0, 0]], r)
+        exact = 2 * 4 / 3 * math.pi * r ** 3 - math.pi * (4 * r + d) * (2 * r - d) ** 2 / 12
+        assert method == "exact"
+        assert v == pytest.approx(exact, rel=1e-13)
+        assert np.allclose(com, [d / 2, 0, 0], rtol=1e-13, atol=1e-15 * r)
+
+
+def test_single_sphere_clump_is_the_sphere():
+    v, com, inertia, method = clumps.mass_properties([[0.1, -0.2, 0.3]], [0.05])
+    vs = 4 / 3 * math.pi * 0.05 ** 3
+    assert v == pytest.approx(vs, rel=1e-15) and np.allclose(com, [0.1, -0.2, 0.3], rtol=1e-15)
+    assert np.allclose(inertia, 0.4 * vs * 0.05 ** 2 * np.eye(3), rtol=1e-14, atol=1e-30)
+
+
+@pytest.mark.parametrize("centres,radii", [
+    ([[0, 0, 0], [0.13, 0.04, -0.02]], [0.1, 0.07]),                   # exact (a lens)
+    ([[0, 0, 0], [0.12, 0, 0], [0.05, 0.1, 0.03]], [0.08, 0.08, 0.06]),   # quadrature
+])
+def test_dumbbell_and_triangle_against_monte_carlo(centres, radii):
+    """Volume, centroid and inertia tensor within 4 standard errors of a 2e6-point Monte
+    Carlo (about 5e-4 relative)."""
+    v, com, inertia, method = clumps.mass_properties(centres, radii)
+    vm, cm, im, err = monte_carlo(centres, radii)
+    assert method == ("exact" if len(radii) == 2 else "quadrature")
+    assert abs(v - vm) < 4 * err, (v, vm, err)
+    size = max(radii)
+    assert np.max(np.abs(com - cm)) < 4 * err / v * size
+    assert np.max(np.abs(inertia - im)) < 8 * err / v * np.abs(im).max()
+
+
+def test_quadrature_converges_to_the_exact_lens():
+    """The column quadrature on a two-sphere union (which has the exact answer): errors
+    below 2e-5 at the default grid and falling with n."""
+    c, r = np.array([[0, 0, 0], [0.12, 0.03, 0.02]]), np.array([0.1, 0.07])
+    v, com, inertia, _ = clumps.mass_properties(c, r)
+    errors = []
+    for n in (100, 200, 400):
+        vq, s, q = clumps._union_quadrature(c, r, n)
+        cq = s / vq
+        second = q - vq * np.outer(cq, cq)
+        iq = np.trace(second) * np.eye(3) - second
+        errors.append(max(abs(vq / v - 1), np.abs(iq - inertia).max() / np.abs(inertia).max()))
+    assert errors[2] < 2e-5 and errors[0] > 4 * errors[1] > 16 * errors[2], errors
+
+
+def test_template_is_put_in_its_principal_frame():
+    sim = box()
+    k = sim.clump_template([[0, 0, 0], [0.06, 0.02, 0.01], [0.02, 0.05, 0.0]],
+                           [0.04, 0.03, 0.035])
+    spheres = sim.templates.rows("spheres", k)
+    v, i1, i2, i3, bound = sim.templates.props[k]
+    body = spheres[:, :3]
+    v2, com, inertia, _ = clumps.mass_properties(body, spheres[:, 3])
+    # (the quadrature again, on a grid in the principal frame: its error, ~1e-5)
+    assert v2 == pytest.approx(v, rel=5e-5) and np.abs(com).max() < 5e-5 * bound
+    assert np.allclose(inertia, np.diag([i1, i2, i3]), atol=5e-5 * i3)
+    assert i1 <= i2 <= i3
+    assert bound == pytest.approx(np.max(np.linalg.norm(body, axis=1) + spheres[:, 3]))
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda s: s.clump_template([[0, 0, 0], [0.01, 0, 0]], [0.05, 0.02]),
+     r"clump spheres 0 and 1: one lies inside the other"),
+    (lambda s: s.clump_template([[0, 0, 0]], [-0.1]), r"clump radii must be one or 1 finite"),
+    (lambda s: s.add_clumps([[0.5, 0.5, 0.5]], 7, "m"), r"template = 7 is not a clump template"),
+])
+def test_bad_input_is_one_clear_line(call, message):
+    sim = box()
+    sim.material("m", density=1000.0, kn=1e3)
+    with pytest.raises(pdem.InputError, match=message):
+        call(sim)
+
+
+def test_unsupported_combinations_are_refused():
+    sim = box()
+    m = sim.material("m", density=1000.0, kn=1e3)
+    k = sim.clump_template([[0, 0, 0], [0.05, 0, 0]], 0.04)
+    sim.add_clumps([[0.5, 0.5, 0.5]], k, m)
+    with pytest.raises(pdem.InputError, match="add_ellipsoids: ellipsoids and clumps"):
+        sim.add_ellipsoids([[0.2, 0.2, 0.2]], [0.03, 0.02, 0.01], m)
+    nscd = pdem.Simulation(pdem.Domain((0, 0, 0), (1, 1, 1)), dt=1e-4, scheme=pdem.NSCD())
+    nscd.material("m", density=1000.0)
+    k = nscd.clump_template([[0, 0, 0]], 0.04)
+    with pytest.raises(pdem.InputError, match="add_clumps: scheme 'nscd'"):
+        nscd.add_clumps([[0.5, 0.5, 0.5]], k, "m")
+
+
+# ------------------------------------------------------------------- in the engine
+def oblique(kind):
+    """Two spheres r = 0.05 (or one-sphere clumps) colliding obliquely on a plane, with
+    friction and damping, spinning."""
+    sim = box(1.0, periodic=(True, True, False), gravity=(0, 0, -G))
+    m = sim.material("m", density=1000.0, friction=0.4, restitution=0.5, kn=2e3)
+    sim.add_plane((0, 0, 0), (0, 0, 1), m)
+    pos = [[0.40, 0.50, 0.0502], [0.52, 0.53, 0.0503]]
+    vel = [[0.5, 0.1, 0.0], [0.0, 0.0, 0.0]]
+    w = [[0, 0, 3.0], [1.0, 0, 0]]
+    if kind == "sphere":
+        sim.add_spheres(pos, 0.05, m, velocities=vel, angular_velocities=w)
+    else:
+        sim.add_clumps(pos, sim.clump_template([[1, 2, 3]], 0.05), m, velocities=vel,
+                       angular_velocities=w)
+    return sim
+
+
+def test_single_sphere_clump_follows_the_sphere():
+    """The same trajectory as two spheres to round-off (the torque from the branch
+    vector c - x instead of -(r + u_n/2) n, the rotation through L)."""
+    runs = []
+    for kind in ("sphere", "clump"):
+        sim = oblique(kind)
+        sim.run(6000)
+        runs.append((sim.particles(), sim.contacts()))
+    (p, c), (q, d) = runs
+    assert list(c["kind"]) == ["pair", "plane", "plane"]
+    assert list(d["kind"]) == ["clump", "clplane", "clplane"]
+    assert np.array_equal(p["mass"], q["mass"]) and np.array_equal(p["radius"], q["radius"])
+    for k in ("position", "velocity", "angular_velocity"):
+        assert np.max(np.abs(p[k] - q[k])) < 1e-12 * np.abs(p[k]).max(), k
+    assert np.max(np.abs(c["force"] - d["force"])) < 1e-10 * np.abs(c["force"]).max()
+
+
+def rod_dropped():
+    """Three equal overlapping spheres in a flat triangle (the quadrature path) dropped
+    tilted on a plane, with damping, friction, rolling and twisting resistance."""
+    sim = box(0.4, periodic=(True, True, False), dt=2e-4, gravity=(0, 0, -G))
+    m = sim.material("m", density=1000.0, kn=1e4, friction=0.5, restitution=0.05,
+                     twisting_friction=0.3, twisting_stiffness=0.3, rolling_friction=0.02,
+                     rolling_stiffness=0.3)
+    sim.add_plane((0, 0, 0), (0, 0, 1), m)
+    r = 0.01
+    k = sim.clump_template([[0, 0, 0], [0.015, 0, 0], [0.0075, 0.013, 0]], r)
+    q = np.random.default_rng(2).normal(size=4)
+    sim.add_clumps([[0.2, 0.2, 0.04]], k, m, orientations=[q / np.linalg.norm(q)],
+                   angular_velocities=[[3.0, -2.0, 1.0]])
+    sim.run(15000)
+    return sim, r
+
+
+def test_dropped_clump_rests_flat_with_the_plane_carrying_its_weight():
+    """At rest all three members touch the plane (the side with the lowest centre of
+    mass): the triangle's normal vertical, the centre at r less the static overlap
+    (W / 3 k_n per member, 1e-5 r for the rolling tilt), and the plane load = the weight."""
+    sim, r = rod_dropped()
+    p = sim.particles()
+    W = p["mass"][0] * G
+    normal = rot(p["orientation"][0])[:, 2]     # the largest moment: the triangle's normal
+    assert abs(normal[2]) > math.cos(0.01), normal
+    assert abs(p["position"][0, 2] - (r - W / 3e4)) < 2e-3 * W / 1e4 + 1e-7, p["position"]
+    load = sim.plane_forces()[0]
+    assert abs(-load[2] / W - 1) < 1e-6, load / W
+    assert np.linalg.norm(p["velocity"][0]) < 1e-4
+    assert sim.n_contacts == 3
+
+
+def asymmetric(sim, m, pos, **kw):
+    k = sim.clump_template([[0, 0, 0], [0.05, 0.01, 0], [0.01, 0.045, 0.02]],
+                           [0.04, 0.03, 0.025])
+    return sim.add_clumps(pos, k, m, **kw)
+
+
+def test_torque_free_clump_keeps_its_angular_momentum():
+    sim = box(dt=1e-4)
+    m = sim.material("m", density=1000.0, kn=1e3)
+    asymmetric(sim, m, [[0.5, 0.5, 0.5]], angular_velocities=[[2.0, 30.0, 0.5]])
+    p = sim.particles()
+    L0, stored = world_L(p)[0], sim.store.angmom[0].copy()
+    e0 = sum(sim.energy().values())
+    sim.run(3000)
+    p = sim.particles()
+    assert np.array_equal(sim.store.angmom[0], stored)
+    assert np.max(np.abs(world_L(p)[0] - L0)) < 1e-12 * np.linalg.norm(L0)
+    assert abs(sum(sim.energy().values()) / e0 - 1) < 1e-5
+
+
+def test_elastic_frictionless_collision_conserves_momenta_and_energy():
+    """Two turned asymmetric clumps collide off-centre: momentum to round-off, angular
+    momentum (orbital + spin) to 1e-12, energy to the leap-frog's O(dt^2)."""
+    sim = box(dt=2e-5)
+    m = sim.material("m", density=1000.0, kn=1e3, friction=0.0, restitution=1.0)
+    q = np.array([0.9, 0.1, 0.3, 0.2])
+    asymmetric(sim, m, [[0.4, 0.5, 0.5], [0.56, 0.52, 0.49]],
+               orientations=[[1, 0, 0, 0], q / np.linalg.norm(q)],
+               velocities=[[0.5, 0, 0], [-0.3, 0, 0]])
+
+    def invariants():
+        p = sim.particles()
+        mom = (p["mass"][:, None] * p["velocity"]).sum(axis=0)
+        ang = (np.cross(p["position"], p["mass"][:, None] * p["velocity"]) + world_L(p)).sum(axis=0)
+        return mom, ang, sum(sim.energy().values())
+
+    mom0, ang0, e0 = invariants()
+    touched = 0
+    for _ in range(40):
+        sim.run(200)
+        touched += sim.n_contacts
+    mom, ang, e = invariants()
+    p = sim.particles()
+    assert touched > 0 and sim.n_contacts == 0 and np.abs(p["angular_velocity"]).max() > 0.1
+    assert np.max(np.abs(mom - mom0)) < 1e-13 * np.abs(mom0).max()
+    assert np.max(np.abs(ang - ang0)) < 1e-12 * np.abs(mom0).max()
+    assert abs(e / e0 - 1) < 1e-5
+
+
+def test_editing_clumps():
+    """set_material: the mass and moments from the template; set_velocity: L = R I R^T w."""
+    sim = box()
+    m = sim.material("m", density=1000.0, kn=1e3)
+    heavy = sim.material("heavy", density=3000.0, kn=1e3)
+    asymmetric(sim, m, [[0.5, 0.5, 0.5]])
+    mass = sim.particles()["mass"][0]
+    sim.set_material([0], heavy)
+    sim.set_velocity([0], angular_velocity=[1.0, 2.0, 3.0])
+    p = sim.particles()
+    assert p["mass"][0] == pytest.approx(3 * mass, rel=1e-14)
+    assert np.allclose(sim.store.angmom[0], world_L(p)[0], rtol=1e-13, atol=0)
