@@ -172,3 +172,78 @@ def rock(n_vertices=20, seed=0, axes=(1.0, 1.0, 1.0), roughness=0.2):
     d /= np.linalg.norm(d, axis=1)[:, None]
     d *= 1.0 - roughness * rng.random(len(d))[:, None]
     return Polyhedron(d * np.asarray(axes, float))
+
+
+# ---------------------------------------------------------------- in a simulation
+def template_index(sim, template):
+    """The template index of `template` (a Polyhedron, registered in sim.templates on
+    first use, or the index of a polyhedron template)."""
+    if isinstance(template, Polyhedron):
+        known = sim.__dict__.setdefault("_polyhedron_templates", {})
+        if id(template) not in known:
+            known[id(template)] = (template, template.register(sim.templates))
+        return known[id(template)][1]
+    k = int(template) if np.isscalar(template) and float(template) == int(template) else -1
+    if not (0 <= k < len(sim.templates) and sim.templates.shapes[k] == SHAPE_CODE):
+        raise InputError("template must be a pdem.polyhedra.Polyhedron or the index of a "
+                         "polyhedron template (0..%d), got %r" % (len(sim.templates) - 1,
+                                                                  template))
+    return k
+
+
+def add(sim, positions, template, material, orientations, velocities, angular_velocities):
+    """Simulation.add_polyhedra (docs/polyhedra.md)."""
+    from . import shapes, validate
+    from ._kernels import rigid_body
+    if isinstance(template, Polyhedron):
+        sim.collective.same("add_polyhedra", vertices=template.vertices)
+    sim.collective.same("add_polyhedra", positions=positions, material=material,
+                        orientations=orientations, velocities=velocities,
+                        angular_velocities=angular_velocities)
+    if sim.domain.dim != 3:
+        raise InputError("add_polyhedra: polyhedra need a 3D domain, got dim=%d"
+                         % sim.domain.dim)
+    sim._shapes_supported("add_polyhedra")
+    pos = validate.vectors("positions", positions, 3)
+    n = len(pos)
+    q = shapes.orientations(orientations, n)
+    k = template_index(sim, template)
+    volume, *moments, bound = sim.templates.props[k]
+    sim._check_size("bounding radius", np.full(n, bound))
+    new, mat = sim._new_particles("add_polyhedra", pos, material, velocities,
+                                  angular_velocities)
+    verts = sim.templates.rows("vertices", k)
+    new["shape"][:] = SHAPE_CODE
+    new["template"][:] = k
+    new["semi_axes"][:] = 0.5 * (verts.max(axis=0) - verts.min(axis=0))  # box glyphs
+    new["inertia_body"][:] = mat.density * np.asarray(moments)
+    new["orient"][:] = q
+    new["radius"][:] = bound
+    new["mass"][:] = mat.density * volume
+    new["inertia"][:] = mat.density * min(moments)
+    rigid_body.angmom_from_angvel(q, np.ascontiguousarray(new["angvel"]), new["inertia_body"],
+                                  new["angmom"], sim.threads)
+    sim.shapes = sim.polyhedra = True
+    return sim._append(new)
+
+
+def world_mesh(sim, gather=False):
+    """(points (n, 3), triangles (t, 3), particle id per triangle) of the owned
+    polyhedra in their current pose (gather=True: all of them, on every rank;
+    collective): for output meshes (docs/polyhedra.md, ParaView)."""
+    p = sim.particles(gather=gather)
+    pts, tris, ids = [np.zeros((0, 3))], [np.zeros((0, 3), np.int64)], [np.zeros(0, np.int64)]
+    count = 0
+    for i in np.flatnonzero(p["shape"] == SHAPE_CODE):
+        k = int(p["template"][i])
+        v = sim.templates.rows("vertices", k)
+        t = sim.templates.rows("triangles", k).astype(np.int64)
+        w, x, y, z = p["orientation"][i]
+        R = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                      [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                      [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+        pts.append(p["pos"][i] + v @ R.T)
+        tris.append(t + count)
+        ids.append(np.full(len(t), p["id"][i]))
+        count += len(v)
+    return np.concatenate(pts), np.concatenate(tris), np.concatenate(ids)

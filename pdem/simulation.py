@@ -20,7 +20,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from . import analysis, diagnostics, editing, insertion, shapes, validate
+from . import analysis, diagnostics, editing, insertion, polyhedra, shapes, validate
 from ._kernels import integrate
 from .collective import Collective
 from .contact import keys
@@ -144,6 +144,7 @@ class Simulation:
         self._build_pos = None
         self._checked_dt = False
         self.shapes = False           # any non-sphere (the same on every rank)
+        self.polyhedra = False        # any polyhedron (the same on every rank)
         self.templates = ShapeTemplates()   # clump / polyhedron geometry (shape_templates.py)
         self.rotation = shapes.Rotation()
 
@@ -246,6 +247,17 @@ class Simulation:
         shapes.fill_ellipses(new, axes, theta, mat.density, self.threads)
         self.shapes = True
         return self._append(new)
+
+    def add_polyhedra(self, positions, template, material, orientations=None, velocities=None,
+                      angular_velocities=None):
+        """Add convex polyhedra (3D, explicit scheme); returns their global ids. template:
+        a pdem.polyhedra.Polyhedron (its principal frame is the body frame; positions are
+        centroids) or the index of a polyhedron template; orientations (n, 4) unit
+        quaternions, body to world. Contacts with polyhedra, spheres and ellipsoids by
+        GJK + EPA, with planes by the deepest vertex, the Minkowski-overlap ECC law
+        (docs/polyhedra.md). Collective: every rank passes the same arguments."""
+        return polyhedra.add(self, positions, template, material, orientations, velocities,
+                             angular_velocities)
 
     def _shapes_supported(self, what):
         """Refuse non-spheres where they are not wired yet (docs/ellipsoids.md)."""
@@ -993,6 +1005,8 @@ class Simulation:
         self._restoring = not dirty
         self._build_pos = build_pos
         self.shapes = bool(self.collective.max(float(np.any(self.store.shape[:len(ids)] != 0))))
+        self.polyhedra = bool(self.collective.max(float(np.any(
+            self.store.shape[:len(ids)] == polyhedra.SHAPE_CODE))))
 
     # ---------------------------------------------------------------- results
     def particles(self, gather=False):
@@ -1006,7 +1020,7 @@ class Simulation:
                "angular_velocity": st.angvel[:n], "force": st.force[:n],
                "torque": st.torque[:n], "radius": st.radius[:n], "mass": st.mass[:n],
                "orientation": st.orient[:n], "material": st.material[:n],
-               "shape": st.shape[:n]}
+               "shape": st.shape[:n], "template": st.template[:n]}
         # semi-axes and principal moments (spheres: r and their scalar moment, thrice)
         sphere = st.shape[:n] == 0
         out["semi_axes"] = np.where(sphere[:, None], st.radius[:n, None], st.semi_axes[:n])
@@ -1064,7 +1078,8 @@ class Simulation:
         the particles, summed over ranks (collective)."""
         loads = self.interactions["plane"].loads()
         if self.shapes:             # the same on every rank: both collective or neither
-            loads = loads + self.interactions["ellplane"].loads()
+            loads = loads + self.interactions["ellplane"].loads() + \
+                self.interactions["polyplane"].loads()
         return loads
 
     def segment_forces(self):

@@ -29,6 +29,7 @@ from . import keys
 from .facet_contacts import facet_contacts
 from .wall_motion import barycentric
 from .store import NCOLS, ContactBatch
+from ..particles import SHAPES
 
 KINDS = []                          # registered classes, in force-sum order
 
@@ -97,6 +98,15 @@ def shaped(sim, *particles):
     mask = shape[particles[0]] != 0
     for p in particles[1:]:
         mask |= shape[p] != 0
+    return mask
+
+
+def ellipsoidal(sim, *particles):
+    """shaped() without the rows of a polyhedron (polyhedron_kinds takes those)."""
+    mask = shaped(sim, *particles)
+    if mask is not None and sim.polyhedra:
+        for p in particles:
+            mask &= sim.store.shape[p] != SHAPES["polyhedron"]
     return mask
 
 
@@ -598,7 +608,7 @@ class EllipsoidPairs(ShapeRows, TwoBodyRows):
             self.take(ContactBatch(), b)
         else:
             i1, i2, key = pair_candidates(sim, b)
-            mask = shaped(sim, i1, i2)
+            mask = ellipsoidal(sim, i1, i2)
             rows = ContactBatch(i1[mask], i2[mask], key[mask])
             rows.carry_from(self.batch)
             self.take(rows, b)
@@ -655,7 +665,7 @@ class EllipsoidPlaneContacts(ShapeRows, WallContacts):
         else:
             wp, ww = cells.build_plane_pairs(st.pos, st.radius, b.n_own, pl.point, pl.normal,
                                              b.skin)
-            mask = shaped(sim, wp)
+            mask = ellipsoidal(sim, wp)
             wp, ww = wp[mask], ww[mask]
             rows = ContactBatch(wp, ww, keys.make(st.id[wp], ww))
             rows.carry_from(self.batch)
@@ -693,5 +703,6 @@ class EllipsoidPlaneContacts(ShapeRows, WallContacts):
                                   st.pos[p] + self.branch[a, 3:])
 
 
+from .polyhedron_kinds import PolyhedronPairs  # noqa: E402,F401  (after the ellipsoids)
 from .bonds import BondContacts  # noqa: E402,F401  (registered last: its sums come last)
 from .region_walls import RegionWallContacts  # noqa: E402,F401  (after bonds: no old sum moves)
