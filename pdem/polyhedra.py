@@ -229,21 +229,42 @@ def add(sim, positions, template, material, orientations, velocities, angular_ve
 
 def world_mesh(sim, gather=False):
     """(points (n, 3), triangles (t, 3), particle id per triangle) of the owned
-    polyhedra in their current pose (gather=True: all of them, on every rank;
-    collective): for output meshes (docs/polyhedra.md, ParaView)."""
+    polyhedra in their current pose, in id order (gather=True: all of them, on every
+    rank; collective): for output meshes (write_vtk, docs/polyhedra.md)."""
     p = sim.particles(gather=gather)
-    pts, tris, ids = [np.zeros((0, 3))], [np.zeros((0, 3), np.int64)], [np.zeros(0, np.int64)]
-    count = 0
-    for i in np.flatnonzero(p["shape"] == SHAPE_CODE):
-        k = int(p["template"][i])
-        v = sim.templates.rows("vertices", k)
-        t = sim.templates.rows("triangles", k).astype(np.int64)
-        w, x, y, z = p["orientation"][i]
-        R = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                      [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                      [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
-        pts.append(p["pos"][i] + v @ R.T)
-        tris.append(t + count)
-        ids.append(np.full(len(t), p["id"][i]))
-        count += len(v)
-    return np.concatenate(pts), np.concatenate(tris), np.concatenate(ids)
+    sel = np.flatnonzero(p["shape"] == SHAPE_CODE)
+    w, x, y, z = p["orientation"][sel].T
+    R = np.stack([np.column_stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)]),
+                  np.column_stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)]),
+                  np.column_stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)])],
+                 axis=1)                                        # (n, 3, 3) body to world
+    voff, vdata = sim.templates.table("vertices")
+    toff, tdata = sim.templates.table("triangles")
+    k = p["template"][sel]
+    nv, nt = voff[k + 1] - voff[k], toff[k + 1] - toff[k]
+    owner_v = np.repeat(np.arange(len(sel)), nv)                # per point: its particle
+    vrow = np.repeat(voff[k] - np.cumsum(nv) + nv, nv) + np.arange(nv.sum())
+    pts = p["position"][sel][owner_v] + np.einsum("nij,nj->ni", R[owner_v], vdata[vrow])
+    owner_t = np.repeat(np.arange(len(sel)), nt)
+    trow = np.repeat(toff[k] - np.cumsum(nt) + nt, nt) + np.arange(nt.sum())
+    first = np.cumsum(nv) - nv                                  # each particle's first point
+    tris = tdata[trow].astype(np.int64) + first[owner_t][:, None]
+    return pts.reshape(-1, 3), tris.reshape(-1, 3), p["id"][sel][owner_t]
+
+
+def write_vtk(path, sim):
+    """The polyhedra in their current pose as a legacy-VTK polygon mesh (ParaView opens
+    a numbered series of these as one time series), with the particle id per triangle.
+    Collective (gathers to rank 0, which writes)."""
+    pts, tris, ids = world_mesh(sim, gather=True)
+    if sim.rank != 0:
+        return
+    with open(path, "w") as f:
+        f.write("# vtk DataFile Version 3.0\npdem polyhedra t=%r\nASCII\nDATASET POLYDATA\n"
+                % sim.time)
+        f.write("POINTS %d double\n" % len(pts))
+        np.savetxt(f, pts, fmt="%.17g")
+        f.write("POLYGONS %d %d\n" % (len(tris), 4 * len(tris)))
+        np.savetxt(f, np.column_stack([np.full(len(tris), 3), tris]), fmt="%d")
+        f.write("CELL_DATA %d\nSCALARS id long 1\nLOOKUP_TABLE default\n" % len(tris))
+        np.savetxt(f, ids, fmt="%d")

@@ -1079,7 +1079,7 @@ class Simulation:
         loads = self.interactions["plane"].loads()
         if self.shapes:             # the same on every rank: both collective or neither
             loads = loads + self.interactions["ellplane"].loads() + \
-                self.interactions["polyplane"].loads()
+                self.interactions["phplane"].loads()
         return loads
 
     def segment_forces(self):

@@ -48,7 +48,7 @@ class PolyRows(ShapeRows):
 class PolyhedronPairs(PolyRows, TwoBodyRows):
     """Pairs of the Verlet list with at least one polyhedron (the other a polyhedron, a
     sphere or an ellipsoid)."""
-    name = "polypair"
+    name = "phpair"
 
     def __init__(self, sim):
         super().__init__(sim)
@@ -104,7 +104,7 @@ class PolyhedronPairs(PolyRows, TwoBodyRows):
 @register
 class PolyhedronPlaneContacts(PolyRows, WallContacts):
     """Polyhedra within the skin of an infinite plane: the deepest vertex."""
-    name = "polyplane"
+    name = "phplane"
 
     def __init__(self, sim):
         super().__init__(sim)

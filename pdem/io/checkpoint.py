@@ -61,7 +61,7 @@ READS = (5, 6, 7, 8, 9)  # older files: no region walls (5), no shapes (5, 6): s
 SINCE = {"shape": 7, "semi_axes": 7, "inertia_body": 7, "angmom": 7,   # particle fields
          "template": 8}                                              # newer than format 5
 SHAPE_KINDS = ("ellpair", "ellplane")
-POLY_KINDS = ("polypair", "polyplane")      # since format 9
+POLY_KINDS = ("phpair", "phplane")      # since format 9
 ELEMENT_FIELDS = ("a", "b", "material")      # pdem.contact.walls.Segments
 ROW_LAYOUT = json.dumps({"columns": COLUMNS, "ncols": NCOLS, "key_bits": keys.BITS})
 CHUNK = 1 << 20                     # rows read at a time on restart
