@@ -20,7 +20,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from . import analysis, clumps, diagnostics, editing, insertion, shapes, validate
+from . import analysis, clumps, diagnostics, editing, insertion, polyhedra, shapes, validate
 from . import energy as energy_balance
 from ._kernels import integrate
 from .collective import Collective
@@ -145,6 +145,7 @@ class Simulation:
         self._build_pos = None
         self._checked_dt = False
         self.shapes = False           # any non-sphere (the same on every rank)
+        self.polyhedra = False        # any polyhedron (the same on every rank)
         self.templates = ShapeTemplates()   # clump / polyhedron geometry (shape_templates.py)
         self.rotation = shapes.Rotation()
         self.energy_tracker = energy_balance.EnergyTracker()
@@ -268,6 +269,17 @@ class Simulation:
                              velocities=velocities, angular_velocities=angular_velocities)
         return clumps.add(self, positions, template, material, orientations, velocities,
                           angular_velocities)
+
+    def add_polyhedra(self, positions, template, material, orientations=None, velocities=None,
+                      angular_velocities=None):
+        """Add convex polyhedra (3D, explicit scheme); returns their global ids. template:
+        a pdem.polyhedra.Polyhedron (its principal frame is the body frame; positions are
+        centroids) or the index of a polyhedron template; orientations (n, 4) unit
+        quaternions, body to world. Contacts with polyhedra, spheres and ellipsoids by
+        GJK + EPA, with planes by the deepest vertex, the Minkowski-overlap ECC law
+        (docs/polyhedra.md). Collective: every rank passes the same arguments."""
+        return polyhedra.add(self, positions, template, material, orientations, velocities,
+                             angular_velocities)
 
     def _shapes_supported(self, what):
         """Refuse non-spheres where they are not wired yet (docs/ellipsoids.md)."""
@@ -1019,6 +1031,8 @@ class Simulation:
         self._restoring = not dirty
         self._build_pos = build_pos
         self.shapes = bool(self.collective.max(float(np.any(self.store.shape[:len(ids)] != 0))))
+        self.polyhedra = bool(self.collective.max(float(np.any(
+            self.store.shape[:len(ids)] == polyhedra.SHAPE_CODE))))
 
     # ---------------------------------------------------------------- results
     def particles(self, gather=False):
@@ -1091,7 +1105,7 @@ class Simulation:
         loads = self.interactions["plane"].loads()
         if self.shapes:             # the same on every rank: both collective or neither
             loads = loads + self.interactions["ellplane"].loads() + \
-                self.interactions["clplane"].loads()
+                self.interactions["clplane"].loads() + self.interactions["phplane"].loads()
         return loads
 
     def segment_forces(self):

@@ -29,6 +29,7 @@ from . import keys
 from .facet_contacts import facet_contacts
 from .wall_motion import barycentric
 from .store import NCOLS, ContactBatch
+from ..particles import SHAPES
 
 KINDS = []                          # registered classes, in force-sum order
 
@@ -102,8 +103,13 @@ def shaped(sim, *particles, code=None):
 
 
 def ellipsoidal(sim, *particles):
-    """Mask of the rows with an ellipsoid or ellipse and no clump (clump_kinds.py)."""
-    return shaped(sim, *particles) & ~shaped(sim, *particles, code=3)
+    """Mask of the rows with an ellipsoid or ellipse and no clump or polyhedron (their
+    own kinds: clump_kinds.py, polyhedron_kinds.py)."""
+    mask = shaped(sim, *particles)
+    if mask is not None:
+        mask &= ~shaped(sim, *particles, code=SHAPES["clump"])
+        mask &= ~shaped(sim, *particles, code=SHAPES["polyhedron"])
+    return mask
 
 
 NO_ROWS = (np.zeros(0, np.int32), np.zeros(0, np.int8), np.zeros((0, NCOLS)))
@@ -701,6 +707,7 @@ class EllipsoidPlaneContacts(ShapeRows, WallContacts):
                                   st.pos[p] + self.branch[a, 3:])
 
 
+from .polyhedron_kinds import PolyhedronPairs  # noqa: E402,F401  (after the ellipsoids)
 from .bonds import BondContacts  # noqa: E402,F401  (registered last: its sums come last)
 from .region_walls import RegionWallContacts  # noqa: E402,F401  (after bonds: no old sum moves)
 from .clump_kinds import ClumpPairs, ClumpPlaneContacts  # noqa: E402,F401  (likewise)

@@ -58,12 +58,14 @@ VERSION = 9         # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bi
                     # 7: particle shapes (shape, semi_axes, inertia_body, angmom) and the
                     # ellipsoid kinds; 8: shape templates (pdem/shape_templates.py) and
                     # the energy tracker's sums (attribute `energy`); 9: the clump kinds,
-                    # rows with a sub-key (pdem/contact/clump_kinds.py)
+                    # rows with a sub-key (pdem/contact/clump_kinds.py), and the polyhedron
+                    # kinds (docs/polyhedra.md)
 READS = (5, 6, 7, 8, 9)  # older files: no region walls (5), no shapes (5, 6): spheres only
 SINCE = {"shape": 7, "semi_axes": 7, "inertia_body": 7, "angmom": 7,   # particle fields
          "template": 8}                                              # newer than format 5
 SHAPE_KINDS = ("ellpair", "ellplane")
-CLUMP_KINDS = ("clump", "clplane")                            # since format 9
+CLUMP_KINDS = ("clump", "clplane")     # since format 9
+POLY_KINDS = ("phpair", "phplane")      # since format 9
 ELEMENT_FIELDS = ("a", "b", "material")      # pdem.contact.walls.Segments
 ROW_LAYOUT = json.dumps({"columns": COLUMNS, "ncols": NCOLS, "key_bits": keys.BITS})
 CHUNK = 1 << 20                     # rows read at a time on restart
@@ -175,8 +177,9 @@ def _open(path, comm):
                 ["interactions/%s/%s" % (c.name, k) for c in KINDS
                  for k in ("key", "active", "state") if (c.name != "region" or
                  f.attrs["version"] >= 6) and (c.name not in SHAPE_KINDS or
-                                               f.attrs["version"] >= 7) and (c.name not in CLUMP_KINDS or
-                                               f.attrs["version"] >= 9)] + ["mesh_walls"] + \
+                                               f.attrs["version"] >= 7) and
+                 (c.name not in CLUMP_KINDS + POLY_KINDS or f.attrs["version"] >= 9)] + \
+                ["mesh_walls"] + \
                 ["bonds_broken/" + k for k in BROKEN_FIELDS]
             missing = [k for k in need if k not in f]
             counts = {len(f["particles/" + k]) for k in list(FIELDS) + ["build_pos"]

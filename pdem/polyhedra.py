@@ -1,0 +1,270 @@
+"""Convex polyhedra (issue 17, docs/polyhedra.md): shapes from vertex lists (the convex
+hull is taken), generators, exact mass properties, and the shape template they become.
+
+A Polyhedron is stored in its principal frame: the origin at its centroid, the body axes
+along its principal axes of inertia (moments ascending). `centroid` and `orientation`
+say where that frame sits in the frame the vertices were given in: a given vertex p is
+centroid + R(orientation) v_body, so the particle at position `centroid` with orientation
+`orientation` has the vertices exactly where they were given.
+
+Mass properties by the divergence theorem over the triangulated hull: each outward
+triangle (a, b, c) and the origin form a tetrahedron of signed volume det[a, b, c] / 6,
+whose second moment is V / 20 (sum of v v^T over its 4 vertices + s s^T, s = their sum)
+(e.g. Tonon, J. Math. Stat. 1:8, 2004). scipy.spatial.ConvexHull is used at set-up only.
+"""
+import numpy as np
+
+from .errors import InputError
+
+SHAPE_CODE = 4                    # pdem.particles.SHAPES["polyhedron"]
+
+
+def _quaternion(R):
+    """Unit quaternion (w, x, y, z) of the proper rotation matrix R (columns = body axes
+    in the given frame), w >= 0."""
+    t = np.trace(R)
+    if t > 0:
+        s = 2.0 * np.sqrt(1.0 + t)
+        q = [0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s]
+    else:
+        i = int(np.argmax(np.diag(R)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
+        q = np.zeros(4)
+        q[0] = (R[k, j] - R[j, k]) / s
+        q[1 + i] = 0.25 * s
+        q[1 + j] = (R[j, i] + R[i, j]) / s
+        q[1 + k] = (R[k, i] + R[i, k]) / s
+    q = np.asarray(q, dtype=float)
+    return q / np.linalg.norm(q) * (1.0 if q[0] >= 0 else -1.0)
+
+
+def hull(points, name="vertices"):
+    """(vertices (m, 3), outward triangles (t, 3) int) of the convex hull of `points`."""
+    from scipy.spatial import ConvexHull, QhullError
+    p = np.asarray(points, dtype=float)
+    if p.ndim != 2 or p.shape[1] != 3 or len(p) < 4 or not np.all(np.isfinite(p)):
+        raise InputError("%s must be (n >= 4, 3) finite points, got shape %s"
+                         % (name, p.shape))
+    try:
+        h = ConvexHull(p)
+    except QhullError:
+        raise InputError("%s: the points span no volume (coplanar or collinear); a convex "
+                         "polyhedron needs 4 points not in one plane" % name) from None
+    used = np.unique(h.simplices)
+    remap = np.full(len(p), -1)
+    remap[used] = np.arange(len(used))
+    v = p[used]
+    tri = remap[h.simplices]
+    inside = v.mean(axis=0)
+    a, b, c = v[tri[:, 0]], v[tri[:, 1]], v[tri[:, 2]]
+    flip = np.einsum("ij,ij->i", np.cross(b - a, c - a), a - inside) < 0
+    tri[flip] = tri[flip][:, [0, 2, 1]]
+    return v, tri
+
+
+def mass_properties(v, tri):
+    """(volume, centroid (3,), second moment tensor about the centroid (3, 3)) of the
+    solid bounded by the outward triangles `tri` of vertices `v` (unit density)."""
+    a, b, c = v[tri[:, 0]], v[tri[:, 1]], v[tri[:, 2]]
+    vol = np.einsum("ij,ij->i", a, np.cross(b, c)) / 6.0
+    V = vol.sum()
+    s = a + b + c                                  # the origin is the 4th vertex
+    centroid = (vol[:, None] * s).sum(axis=0) / (4.0 * V)
+    C = sum(np.einsum("n,ni,nj->ij", vol, x, x) for x in (a, b, c, s)) / 20.0
+    return V, centroid, C - V * np.outer(centroid, centroid)
+
+
+class Polyhedron:
+    """A convex polyhedron in its principal frame. Attributes: vertices (m, 3),
+    triangles (t, 3) outward, volume, moments (3,) principal moments per unit density
+    (ascending), bound (largest vertex distance from the centroid), centroid and
+    orientation (quaternion w, x, y, z) of the principal frame in the input frame."""
+
+    def __init__(self, vertices, name="vertices"):
+        v, tri = hull(vertices, name)
+        V, c, C = mass_properties(v, tri)
+        I = np.trace(C) * np.eye(3) - C                # inertia tensor per unit density
+        moments, axes = np.linalg.eigh(I)
+        if moments[2] - moments[0] <= 1e-12 * moments[2]:   # isotropic: keep the given axes
+            moments, axes = np.full(3, moments.mean()), np.eye(3)
+        if np.linalg.det(axes) < 0:
+            axes[:, 2] = -axes[:, 2]
+        self.vertices = (v - c) @ axes                 # coordinates along the principal axes
+        self.triangles = tri
+        self.volume = float(V)
+        self.moments = moments
+        self.bound = float(np.sqrt((self.vertices ** 2).sum(axis=1).max()))
+        self.centroid = c
+        self.orientation = _quaternion(axes)
+
+    def tables(self):
+        """The shape-template tables (pdem.shape_templates): vertices and triangles (the
+        vertex indices as floats, for output meshes)."""
+        return {"vertices": self.vertices, "triangles": self.triangles.astype(float)}
+
+    def register(self, templates):
+        """Add to a ShapeTemplates registry; returns the template index."""
+        return templates.add(SHAPE_CODE, self.tables(), self.volume, self.moments, self.bound)
+
+
+# ---------------------------------------------------------------- generators
+def box(a, b, c):
+    """A box of edge lengths a, b, c."""
+    s = np.array([[i, j, k] for i in (-1, 1) for j in (-1, 1) for k in (-1, 1)], float)
+    return Polyhedron(0.5 * s * [a, b, c])
+
+
+def cube(side):
+    return box(side, side, side)
+
+
+PHI = (1.0 + 5.0 ** 0.5) / 2.0
+
+
+def _cyclic(points):
+    """The cyclic permutations (x, y, z) -> (y, z, x) -> (z, x, y) of points, all signs."""
+    out = []
+    for p in points:
+        for sx in (-1, 1) if p[0] else (1,):
+            for sy in (-1, 1) if p[1] else (1,):
+                for sz in (-1, 1) if p[2] else (1,):
+                    q = (sx * p[0], sy * p[1], sz * p[2])
+                    out += [q, (q[1], q[2], q[0]), (q[2], q[0], q[1])]
+    return np.unique(np.array(out, float), axis=0)
+
+
+def regular(name, circumradius=1.0):
+    """The Platonic solid `name` (tetrahedron, cube, octahedron, dodecahedron,
+    icosahedron) with the given circumradius."""
+    if name == "tetrahedron":
+        p = np.array([[1, 1, 1], [1, -1, -1], [-1, 1, -1], [-1, -1, 1]], float)
+    elif name == "cube":
+        p = _cyclic([(1, 1, 1)])
+    elif name == "octahedron":
+        p = _cyclic([(1, 0, 0)])
+    elif name == "dodecahedron":
+        p = np.vstack([_cyclic([(1, 1, 1)]), _cyclic([(0, 1 / PHI, PHI)])])
+    elif name == "icosahedron":
+        p = _cyclic([(0, 1, PHI)])
+    else:
+        raise InputError("regular: name must be tetrahedron, cube, octahedron, dodecahedron "
+                         "or icosahedron, got %r" % (name,))
+    p = p * (circumradius / np.linalg.norm(p[0]))
+    return Polyhedron(p)
+
+
+def tetrahedron(edge):
+    """A regular tetrahedron of the given edge length."""
+    return regular("tetrahedron", edge * np.sqrt(3.0 / 8.0))
+
+
+def rock(n_vertices=20, seed=0, axes=(1.0, 1.0, 1.0), roughness=0.2):
+    """A random rock-like convex polyhedron: the hull of n_vertices points on the
+    ellipsoid of semi-axes `axes`, each pushed radially by a factor in [1 - roughness,
+    1] (numpy Generator `seed`: the same shape on every rank and run)."""
+    if not (int(n_vertices) == n_vertices and n_vertices >= 4):
+        raise InputError("rock: n_vertices must be an integer >= 4, got %r" % (n_vertices,))
+    if not (0.0 <= roughness < 1.0):
+        raise InputError("rock: roughness must be in [0, 1), got %r" % (roughness,))
+    rng = np.random.default_rng(seed)
+    d = rng.normal(size=(int(n_vertices), 3))
+    d /= np.linalg.norm(d, axis=1)[:, None]
+    d *= 1.0 - roughness * rng.random(len(d))[:, None]
+    return Polyhedron(d * np.asarray(axes, float))
+
+
+# ---------------------------------------------------------------- in a simulation
+def template_index(sim, template):
+    """The template index of `template` (a Polyhedron, registered in sim.templates on
+    first use, or the index of a polyhedron template)."""
+    if isinstance(template, Polyhedron):
+        known = sim.__dict__.setdefault("_polyhedron_templates", {})
+        if id(template) not in known:
+            known[id(template)] = (template, template.register(sim.templates))
+        return known[id(template)][1]
+    k = int(template) if np.isscalar(template) and float(template) == int(template) else -1
+    if not (0 <= k < len(sim.templates) and sim.templates.shapes[k] == SHAPE_CODE):
+        raise InputError("template must be a pdem.polyhedra.Polyhedron or the index of a "
+                         "polyhedron template (0..%d), got %r" % (len(sim.templates) - 1,
+                                                                  template))
+    return k
+
+
+def add(sim, positions, template, material, orientations, velocities, angular_velocities):
+    """Simulation.add_polyhedra (docs/polyhedra.md)."""
+    from . import shapes, validate
+    from ._kernels import rigid_body
+    if isinstance(template, Polyhedron):
+        sim.collective.same("add_polyhedra", vertices=template.vertices)
+    sim.collective.same("add_polyhedra", positions=positions, material=material,
+                        orientations=orientations, velocities=velocities,
+                        angular_velocities=angular_velocities)
+    if sim.domain.dim != 3:
+        raise InputError("add_polyhedra: polyhedra need a 3D domain, got dim=%d"
+                         % sim.domain.dim)
+    sim._shapes_supported("add_polyhedra")
+    pos = validate.vectors("positions", positions, 3)
+    n = len(pos)
+    q = shapes.orientations(orientations, n)
+    k = template_index(sim, template)
+    volume, *moments, bound = sim.templates.props[k]
+    sim._check_size("bounding radius", np.full(n, bound))
+    new, mat = sim._new_particles("add_polyhedra", pos, material, velocities,
+                                  angular_velocities)
+    verts = sim.templates.rows("vertices", k)
+    new["shape"][:] = SHAPE_CODE
+    new["template"][:] = k
+    new["semi_axes"][:] = 0.5 * (verts.max(axis=0) - verts.min(axis=0))  # box glyphs
+    new["inertia_body"][:] = mat.density * np.asarray(moments)
+    new["orient"][:] = q
+    new["radius"][:] = bound
+    new["mass"][:] = mat.density * volume
+    new["inertia"][:] = mat.density * min(moments)
+    rigid_body.angmom_from_angvel(q, np.ascontiguousarray(new["angvel"]), new["inertia_body"],
+                                  new["angmom"], sim.threads)
+    sim.shapes = sim.polyhedra = True
+    return sim._append(new)
+
+
+def world_mesh(sim, gather=False):
+    """(points (n, 3), triangles (t, 3), particle id per triangle) of the owned
+    polyhedra in their current pose, in id order (gather=True: all of them, on every
+    rank; collective): for output meshes (write_vtk, docs/polyhedra.md)."""
+    p = sim.particles(gather=gather)
+    sel = np.flatnonzero(p["shape"] == SHAPE_CODE)
+    w, x, y, z = p["orientation"][sel].T
+    R = np.stack([np.column_stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)]),
+                  np.column_stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)]),
+                  np.column_stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)])],
+                 axis=1)                                        # (n, 3, 3) body to world
+    voff, vdata = sim.templates.table("vertices")
+    toff, tdata = sim.templates.table("triangles")
+    k = p["template"][sel]
+    nv, nt = voff[k + 1] - voff[k], toff[k + 1] - toff[k]
+    owner_v = np.repeat(np.arange(len(sel)), nv)                # per point: its particle
+    vrow = np.repeat(voff[k] - np.cumsum(nv) + nv, nv) + np.arange(nv.sum())
+    pts = p["position"][sel][owner_v] + np.einsum("nij,nj->ni", R[owner_v], vdata[vrow])
+    owner_t = np.repeat(np.arange(len(sel)), nt)
+    trow = np.repeat(toff[k] - np.cumsum(nt) + nt, nt) + np.arange(nt.sum())
+    first = np.cumsum(nv) - nv                                  # each particle's first point
+    tris = tdata[trow].astype(np.int64) + first[owner_t][:, None]
+    return pts.reshape(-1, 3), tris.reshape(-1, 3), p["id"][sel][owner_t]
+
+
+def write_vtk(path, sim):
+    """The polyhedra in their current pose as a legacy-VTK polygon mesh (ParaView opens
+    a numbered series of these as one time series), with the particle id per triangle.
+    Collective (gathers to rank 0, which writes)."""
+    pts, tris, ids = world_mesh(sim, gather=True)
+    if sim.rank != 0:
+        return
+    with open(path, "w") as f:
+        f.write("# vtk DataFile Version 3.0\npdem polyhedra t=%r\nASCII\nDATASET POLYDATA\n"
+                % sim.time)
+        f.write("POINTS %d double\n" % len(pts))
+        np.savetxt(f, pts, fmt="%.17g")
+        f.write("POLYGONS %d %d\n" % (len(tris), 4 * len(tris)))
+        np.savetxt(f, np.column_stack([np.full(len(tris), 3), tris]), fmt="%d")
+        f.write("CELL_DATA %d\nSCALARS id long 1\nLOOKUP_TABLE default\n" % len(tris))
+        np.savetxt(f, ids, fmt="%d")
