@@ -100,7 +100,7 @@ cdef double _pair_one(Py_ssize_t k, int a, int b, const double[:, ::1] pos,
     L = contact_update(c, res.n, res.gap, x2, vld(&vel[a, 0]), vld(&vel[b, 0]),
                        vld(&angvel[a, 0]), vld(&angvel[b, 0]), r1, r2, m1 * m2 / (m1 + m2),
                        r1 * r2 / (r1 + r2), &pair_table[material[a] * nmat + material[b], 0],
-                       dt, flags, &active[k], row)
+                       dt, flags, &active[k], row, NULL)
     vst(&branch[k, 0], c)
     vst(&branch[k, 3], vsub(c, x2))
     return -res.gap / (r1 if r1 < r2 else r2)
@@ -213,7 +213,7 @@ cdef double _plane_one(Py_ssize_t k, int p, int w, const double[:, ::1] pos,
     L = contact_update(c, mm, -dsum, x2, vld(&plane_vel[w, 0]), vld(&vel[p, 0]),
                        V(0.0, 0.0, 0.0), vld(&angvel[p, 0]), 0.0, radius[p], mass[p],
                        radius[p], &pair_table[plane_material[w] * nmat + material[p], 0], dt,
-                       flags, &active[k], &state[k, 0])
+                       flags, &active[k], &state[k, 0], NULL)
     vst(&branch[k, 0], c)
     vst(&branch[k, 3], vsub(c, x2))
     return dmax / radius[p]
