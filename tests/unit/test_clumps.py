@@ -260,3 +260,33 @@ def test_editing_clumps():
     p = sim.particles()
     assert p["mass"][0] == pytest.approx(3 * mass, rel=1e-14)
     assert np.allclose(sim.store.angmom[0], world_L(p)[0], rtol=1e-13, atol=0)
+
+
+def test_frames_carry_pose_and_member_spheres(tmp_path):
+    """A result file of clumps: shape, orientation and template per particle, and the
+    member spheres as points (centre = x + R b, radius, clump id, member index) with
+    their own XDMF grid."""
+    import h5py
+    from pdem.io import ResultFile
+    sim = box()
+    m = sim.material("m", density=1000.0, kn=1e3)
+    q = np.array([0.9, 0.1, 0.3, 0.2])
+    q /= np.linalg.norm(q)
+    centres = np.array([[0, 0, 0], [0.05, 0.01, 0], [0.01, 0.045, 0.02]])
+    radii = np.array([0.04, 0.03, 0.025])
+    k = sim.clump_template(centres, radii)
+    sim.add_clumps([[0.5, 0.5, 0.5]], k, m, orientations=[q])
+    sim.add_spheres([[0.2, 0.2, 0.2]], 0.05, m)
+    with ResultFile(str(tmp_path / "r.h5"), sim) as rf:
+        rf.write_frame()
+    v, com, _, _ = clumps.mass_properties(centres, radii)
+    with h5py.File(tmp_path / "r.h5", "r") as f:
+        g = f["frames/000000"]
+        assert list(g["particles/shape"][...]) == [3, 0]
+        got = g["members/position"][...]
+        assert list(g["members/id"][...]) == [0, 0, 0] and list(g["members/member"][...]) == [0, 1, 2]
+        assert np.array_equal(g["members/radius"][...], radii)
+    # the given layout turned by q about the centre of mass
+    expected = [0.5, 0.5, 0.5] + (centres - com) @ rot(q).T
+    assert np.allclose(got, expected, atol=1e-12)
+    assert 'Grid Name="members_000000"' in (tmp_path / "r.xdmf").read_text()
