@@ -290,3 +290,13 @@ def test_frames_carry_pose_and_member_spheres(tmp_path):
     expected = [0.5, 0.5, 0.5] + (centres - com) @ rot(q).T
     assert np.allclose(got, expected, atol=1e-12)
     assert 'Grid Name="members_000000"' in (tmp_path / "r.xdmf").read_text()
+
+
+def test_walls_and_bonds_after_clumps_are_refused():
+    sim = box(periodic=(False, False, False))
+    m = sim.material("m", density=1000.0, kn=1e3)
+    sim.add_clumps([[0.5, 0.5, 0.5]], sim.clump_template([[0, 0, 0], [0.05, 0, 0]], 0.04), m)
+    with pytest.raises(pdem.InputError, match="add_mesh_wall: contacts of .* with mesh walls "
+                                              r"\(nor of clumps\) are not available yet"):
+        sim.add_mesh_wall(np.array([[0, 0, 0.1], [1, 0, 0.1], [0, 1, 0.1]]),
+                          np.array([[0, 1, 2]]), m)
