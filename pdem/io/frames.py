@@ -29,10 +29,10 @@ from .xdmf import XdmfIndex, describe
 PARTICLE_FIELDS = {"id": "1", "position": "L", "velocity": "L/T", "angular_velocity": "1/T",
                    "orientation": "1", "radius": "L", "force": "M L/T^2",
                    "torque": "M L^2/T^2", "material": "1", "mass": "M", "shape": "1",
-                   "semi_axes": "L", "inertia": "M L^2"}
+                   "semi_axes": "L", "inertia": "M L^2", "template": "1"}
 DEFAULT_FIELDS = ("id", "position", "velocity", "angular_velocity", "orientation", "radius",
                   "force", "torque", "material")
-SHAPE_FIELDS = ("shape", "semi_axes")   # added to the defaults when non-spheres exist
+SHAPE_FIELDS = ("shape", "semi_axes", "template")   # added to the defaults with non-spheres
 CONTACT_FIELDS = {"kind": "1", "wall": "1", "id1": "1", "id2": "1", "point": "L", "normal": "1", "force": "M L/T^2",
                   "overlap": "L", "torque": "M L^2/T^2", "u": "L", "phi": "1", "u0": "L",
                   "phi0": "1"}

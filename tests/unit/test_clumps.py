@@ -283,6 +283,8 @@ def test_frames_carry_pose_and_member_spheres(tmp_path):
     with h5py.File(tmp_path / "r.h5", "r") as f:
         g = f["frames/000000"]
         assert list(g["particles/shape"][...]) == [3, 0]
+        assert list(g["particles/template"][...]) == [k, 0]
+        assert np.array_equal(g["particles/orientation"][0], sim.particles()["orientation"][0])
         got = g["members/position"][...]
         assert list(g["members/id"][...]) == [0, 0, 0] and list(g["members/member"][...]) == [0, 1, 2]
         assert np.array_equal(g["members/radius"][...], radii)
