@@ -81,7 +81,9 @@ def refuse(sim, idx, what):
     st = sim.store
     bad = np.flatnonzero(st.shape[idx] != 0)
     message = None if not len(bad) else (
-        "%s: particle id %d is an ellipsoid (%s)" % (what[0], st.id[idx][bad[0]], what[1]))
+        "%s: particle id %d is %s (%s)" % (what[0], st.id[idx][bad[0]], "a clump" if
+                                           st.shape[idx][bad[0]] == SHAPES["clump"] else
+                                           "an ellipsoid", what[1]))
     sim.collective.raise_if_any(message, InputError)
 
 
