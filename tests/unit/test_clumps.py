@@ -292,7 +292,8 @@ def test_frames_carry_pose_and_member_spheres(tmp_path):
         assert list(g["particles/template"][...]) == [k, 0]
         assert np.array_equal(g["particles/orientation"][0], sim.particles()["orientation"][0])
         got = g["members/position"][...]
-        assert list(g["members/id"][...]) == [0, 0, 0] and list(g["members/member"][...]) == [0, 1, 2]
+        assert list(g["members/id"][...]) == [0, 0, 0]
+        assert list(g["members/member"][...]) == [0, 1, 2]
         assert np.array_equal(g["members/radius"][...], radii)
     # the given layout turned by q about the centre of mass
     expected = [0.5, 0.5, 0.5] + (centres - com) @ rot(q).T
