@@ -309,3 +309,29 @@ def test_walls_and_bonds_after_clumps_are_refused():
                                               r"\(nor of clumps\) are not available yet"):
         sim.add_mesh_wall(np.array([[0, 0, 0.1], [1, 0, 0.1], [0, 1, 0.1]]),
                           np.array([[0, 1, 2]]), m)
+
+
+def test_format_8_checkpoint_without_clump_kinds_restarts(tmp_path):
+    """A checkpoint of format 8 (before the clump kinds and sub-keys) is read and
+    continues bit for bit."""
+    import h5py
+    from mpi4py import MPI
+
+    def scene():
+        sim = oblique("sphere", "hooke")
+        sim.run(300)
+        return sim
+
+    straight = scene()
+    straight.run(200)
+    path = str(tmp_path / "v8.h5")
+    scene().checkpoint(path)
+    with h5py.File(path, "a") as f:
+        for k in ("clump", "clplane"):
+            del f["interactions/" + k]
+        f.attrs["version"] = 8
+    resumed = pdem.restart(path, comm=MPI.COMM_SELF)
+    resumed.run(200)
+    p, q = straight.particles(), resumed.particles()
+    for k in p:
+        assert np.array_equal(p[k], q[k]), k
