@@ -201,6 +201,10 @@ def test_dropped_clump_rests_flat_with_the_plane_carrying_its_weight():
     assert abs(-load[2] / W - 1) < 1e-6, load / W
     assert np.linalg.norm(p["velocity"][0]) < 1e-4
     assert sim.n_contacts == 3
+    # Love-Weber: sigma_zz V = sum (z_c - z) f_z = -W z (contact points at z = -overlap/2)
+    stress = pdem.analysis.particle_stress(sim)["stress"][0]
+    v = clumps.mass_properties(sim.templates.rows("spheres", 0)[:, :3], r)[0]
+    assert stress[2, 2] * v == pytest.approx(-W * p["position"][0, 2], rel=1e-3)
 
 
 def asymmetric(sim, m, pos, **kw):
