@@ -339,3 +339,29 @@ def test_format_8_checkpoint_without_clump_kinds_restarts(tmp_path):
     p, q = straight.particles(), resumed.particles()
     for k in p:
         assert np.array_equal(p[k], q[k]), k
+
+
+def test_history_is_carried_by_key_and_member_pair():
+    """carry_by_subkey: a new row takes the state of the old active row with the same
+    (key, sub), whatever the order of the old rows; rows without one start fresh."""
+    from pdem.contact.clump_kinds import carry_by_subkey
+    from pdem.contact.store import ContactBatch
+    rng = np.random.default_rng(5)
+    key = np.array([7, 7, 7, 9, 9, 12], np.int64)
+    sub = np.array([0, 1, 65536, 1, 2, 0], np.int32)
+    order = rng.permutation(len(key))
+    old = ContactBatch(key=key[order])
+    old.sub[:] = sub[order]
+    old.state[:] = rng.normal(size=old.state.shape)
+    old.active[:] = 1
+    old.active[list(order).index(4)] = 0             # (9, 2) not in contact
+    new = ContactBatch(key=np.array([7, 7, 9, 9, 11, 12], np.int64))
+    new.sub[:] = [1, 65536, 1, 2, 0, 0]
+    carry_by_subkey(new, old)
+    for j, (k, s) in enumerate(zip(new.key, new.sub)):
+        match = np.flatnonzero((old.key == k) & (old.sub == s) & (old.active == 1))
+        if len(match):
+            assert new.active[j] == 1 and np.array_equal(new.state[j], old.state[match[0]])
+        else:
+            assert new.active[j] == 0 and not new.state[j].any()
+    assert list(new.active) == [1, 1, 1, 0, 0, 1]
