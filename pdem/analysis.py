@@ -46,7 +46,8 @@ def _moments(sim):
 
 
 def particle_volumes(sim):
-    """Spheres 4/3 pi r^3, ellipsoids 4/3 pi a b c; 2D (unit thickness) pi r^2, pi a b."""
+    """Spheres 4/3 pi r^3, ellipsoids 4/3 pi a b c, clumps their template's volume; 2D
+    (unit thickness) pi r^2, pi a b."""
     st, n, planar = sim.store, sim.store.n_own, sim.domain.dim == 2
     r = st.radius[:n]
     v = np.pi * r ** 2 if planar else 4.0 / 3.0 * np.pi * r ** 3
@@ -54,6 +55,8 @@ def particle_volumes(sim):
         shaped = st.shape[:n] != 0
         a = st.semi_axes[:n][shaped]
         v[shaped] = np.pi * a[:, 0] * a[:, 1] if planar else 4.0 / 3.0 * np.pi * a.prod(axis=1)
+        clump = np.flatnonzero(st.shape[:n] == 3)          # clumps: the union's volume
+        v[clump] = sim.templates.props[st.template[clump], 0]
     return v
 
 
@@ -102,7 +105,7 @@ def fabric(sim):
     """{"tensor": Satake's fabric sum n (x) n / N_c over particle-particle contacts,
     "contacts": N_c, "coordination": 2 N_c / N_particles}. Collective."""
     normals = []
-    for name in ("pair", "ellpair"):
+    for name in ("pair", "ellpair", "clump"):        # clumps: one per member contact
         kind = sim.interactions[name]
         b = kind.batch
         a = np.flatnonzero(b.active)

@@ -222,10 +222,9 @@ def template_index(templates, template, what="template"):
     return int(k)
 
 
-def fill_clumps(new, templates, k, q_given, density, threads):
+def fill_clumps(new, templates, k, q_given, density):
     """The shape fields of new clumps of template k; q_given: orientations of the frame
     the spheres were given in; angular velocities in new["angvel"] (world)."""
-    from ._kernels import rigid_body
     props = templates.props[k]
     frame = templates.rows("frame", k)[0]
     moments = props[1:4] * density
@@ -236,8 +235,29 @@ def fill_clumps(new, templates, k, q_given, density, threads):
     new["mass"][:] = props[0] * density
     new["inertia_body"][:] = moments
     new["inertia"][:] = moments.min()
-    rigid_body.angmom_from_angvel(new["orient"], np.ascontiguousarray(new["angvel"]),
-                                  new["inertia_body"], new["angmom"], threads)
+    new["angmom"][:] = angmom(new["orient"], new["angvel"], new["inertia_body"])
+
+
+def rotation_matrices(q):
+    """(n, 3, 3) rotation matrices R (body to world) of unit quaternions (w, x, y, z)."""
+    w, x, y, z = np.asarray(q, float).T
+    return np.stack([
+        np.column_stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)]),
+        np.column_stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)]),
+        np.column_stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)])],
+        axis=1)
+
+
+def angmom(q, omega, moments):
+    """L = R I R^T omega by elementwise numpy operations in a fixed order: the same bits
+    for a body whatever the batch it comes in (rigid_body.angmom_from_angvel's compiled
+    loop gave a last-bit difference between its vectorised and scalar iterations)."""
+    R = rotation_matrices(q)
+    wb = [R[:, 0, i] * omega[:, 0] + R[:, 1, i] * omega[:, 1] + R[:, 2, i] * omega[:, 2]
+          for i in range(3)]
+    lb = [moments[:, i] * wb[i] for i in range(3)]
+    return np.column_stack([R[:, i, 0] * lb[0] + R[:, i, 1] * lb[1] + R[:, i, 2] * lb[2]
+                            for i in range(3)])
 
 
 def renew_mass(store, idx, templates, density):
@@ -261,13 +281,7 @@ def members(store, n, templates):
     first = np.repeat(offsets[t], count)
     member = np.arange(len(owner)) - np.repeat(np.cumsum(count) - count, count)
     rows = data[first + member]
-    q = store.orient[owner]
-    w, x, y, z = q.T
-    R = np.stack([
-        np.column_stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)]),
-        np.column_stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)]),
-        np.column_stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)])],
-        axis=1)
+    R = rotation_matrices(store.orient[owner])
     centres = store.pos[owner] + np.einsum("nij,nj->ni", R, rows[:, :3])
     return centres, rows[:, 3].copy(), store.id[owner].copy(), member.astype(np.int32)
 
@@ -286,7 +300,7 @@ def add(sim, positions, template, material, orientations, velocities, angular_ve
     q = shapes.orientations(orientations, len(pos))
     sim._check_size("template bounding radius", np.full(len(pos), sim.templates.props[k, 4]))
     new, mat = sim._new_particles("add_clumps", pos, material, velocities, angular_velocities)
-    fill_clumps(new, sim.templates, k, q, mat.density, sim.threads)
+    fill_clumps(new, sim.templates, k, q, mat.density)
     sim.shapes = True
     return sim._append(new)
 

@@ -81,7 +81,9 @@ def refuse(sim, idx, what):
     st = sim.store
     bad = np.flatnonzero(st.shape[idx] != 0)
     message = None if not len(bad) else (
-        "%s: particle id %d is an ellipsoid (%s)" % (what[0], st.id[idx][bad[0]], what[1]))
+        "%s: particle id %d is %s (%s)" % (what[0], st.id[idx][bad[0]], "a clump" if
+                                           st.shape[idx][bad[0]] == SHAPES["clump"] else
+                                           "an ellipsoid", what[1]))
     sim.collective.raise_if_any(message, InputError)
 
 
@@ -105,11 +107,8 @@ def renew(sim, idx, density=None):
         clump = idx[st.shape[idx] == SHAPES["clump"]]
         if len(clump):
             clumps.renew_mass(st, clump, sim.templates, density)
-    L = np.zeros((len(idx), 3))
-    rigid_body.angmom_from_angvel(np.ascontiguousarray(st.orient[idx]),
-                                  np.ascontiguousarray(st.angvel[idx]),
-                                  np.ascontiguousarray(st.inertia_body[idx]), L, 1)
-    st.angmom[idx] = L
+    # the same bits for a body whatever the batch (clumps.angmom)
+    st.angmom[idx] = clumps.angmom(st.orient[idx], st.angvel[idx], st.inertia_body[idx])
 
 
 def fill_ellipses(new, axes, angles, density, threads):

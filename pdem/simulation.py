@@ -284,11 +284,11 @@ class Simulation:
     def _shapes_supported(self, what):
         """Refuse non-spheres where they are not wired yet (docs/ellipsoids.md)."""
         if self.scheme.name != "explicit":
-            raise InputError("%s: scheme %r does not support ellipsoids or ellipses (use the "
-                             "explicit scheme)" % (what, self.scheme.name))
+            raise InputError("%s: scheme %r does not support ellipsoids, ellipses or clumps "
+                             "(use the explicit scheme)" % (what, self.scheme.name))
         if self.flags & NO_RATCH:
-            raise InputError("%s: no_ratch=True does not apply to ellipsoids or ellipses (its "
-                             "branch vectors r n assume the contact point on the line of "
+            raise InputError("%s: no_ratch=True does not apply to ellipsoids, ellipses or clumps "
+                             "(its branch vectors r n assume the contact point on the line of "
                              "centres); use no_ratch=False" % what)
         for kind, count in (("mesh walls", len(self.mesh_walls)),
                             ("boundary segments", len(self.segments) + len(self.points)),
@@ -560,8 +560,8 @@ class Simulation:
     def _no_shapes(self, what, walls):
         """Refuse walls or bonds that ellipsoids and ellipses cannot touch yet."""
         if self.shapes:
-            raise InputError("%s: contacts of ellipsoids or ellipses with %s are not available "
-                             "yet" % (what, walls))
+            raise InputError("%s: contacts of ellipsoids or ellipses with %s (nor of clumps) are "
+                             "not available yet" % (what, walls))
 
     def _bonds_supported(self):
         self._no_shapes("bonds", "bonds")

@@ -66,6 +66,23 @@ cdef inline quat qload(const double* q) noexcept nogil:
     return out
 
 
+cdef inline void keep_worst(double[:, ::1] worst, double ratio, Py_ssize_t k) noexcept nogil:
+    """This thread's largest overlap ratio so far and its row (inside prange)."""
+    cdef int t = threadid()
+    if not (ratio <= worst[t, 0]) and worst[t, 0] == worst[t, 0]:
+        worst[t, 0] = ratio
+        worst[t, 1] = k
+
+
+cdef tuple pick_worst(double[:, ::1] worst):
+    """(the largest ratio over the threads, its row or -1)."""
+    cdef int t = 0, k
+    for k in range(1, worst.shape[0]):
+        if not (worst[k, 0] <= worst[t, 0]):
+            t = k
+    return worst[t, 0], int(worst[t, 1])
+
+
 @cython.boundscheck(False)
 @cython.wraparound(False)
 def member_pairs(const int[::1] i1, const int[::1] i2, const long[::1] key,
@@ -207,7 +224,7 @@ def clump_pairs(const int[::1] i1, const int[::1] i2, const int[::1] sub,
                 double[:, ::1] state, double[:, ::1] branch, int n_threads):
     """Update every member-pair row; returns (worst overlap ratio, its row or -1)."""
     cdef Py_ssize_t m = i1.shape[0], k
-    cdef int t, nt = max(1, n_threads)
+    cdef int nt = max(1, n_threads)
     cdef double ratio
     cdef double[:, ::1] worst = np.zeros((nt, 2))
     if m == 0:
@@ -221,15 +238,8 @@ def clump_pairs(const int[::1] i1, const int[::1] i2, const int[::1] sub,
         ratio = _pair_one(k, i1[k], i2[k], sub[k], pos, image, &box_len[0], vel, angvel,
                           orient, shape, template, radius, mass, material, offsets, spheres,
                           pair_table, n_materials, dt, flags, active, state, branch)
-        t = threadid()
-        if not (ratio <= worst[t, 0]) and worst[t, 0] == worst[t, 0]:
-            worst[t, 0] = ratio
-            worst[t, 1] = k
-    t = 0
-    for k in range(1, nt):
-        if not (worst[k, 0] <= worst[t, 0]):
-            t = k
-    return worst[t, 0], int(worst[t, 1])
+        keep_worst(worst, ratio, k)
+    return pick_worst(worst)
 
 
 @cython.boundscheck(False)
@@ -285,7 +295,7 @@ def clump_plane(const int[::1] particle, const int[::1] plane, const int[::1] su
                 int n_threads):
     """Update every member-plane row; returns (worst overlap ratio, its row or -1)."""
     cdef Py_ssize_t m = particle.shape[0], k
-    cdef int t, nt = max(1, n_threads)
+    cdef int nt = max(1, n_threads)
     cdef double ratio
     cdef double[:, ::1] worst = np.zeros((nt, 2))
     if m == 0:
@@ -296,12 +306,5 @@ def clump_plane(const int[::1] particle, const int[::1] plane, const int[::1] su
                            template, radius, mass, material, offsets, spheres, plane_point,
                            plane_normal, plane_vel, plane_material, pair_table, n_materials,
                            dt, flags, active, state, branch)
-        t = threadid()
-        if not (ratio <= worst[t, 0]) and worst[t, 0] == worst[t, 0]:
-            worst[t, 0] = ratio
-            worst[t, 1] = k
-    t = 0
-    for k in range(1, nt):
-        if not (worst[k, 0] <= worst[t, 0]):
-            t = k
-    return worst[t, 0], int(worst[t, 1])
+        keep_worst(worst, ratio, k)
+    return pick_worst(worst)

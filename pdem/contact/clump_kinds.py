@@ -9,9 +9,9 @@ number of ranks and threads.
 """
 import numpy as np
 
-from .._kernels import cells, clump_contacts as cc, ellipsoid_contacts as ek, rebuild as _r
+from .._kernels import cells, clump_contacts as cc, rebuild as _r
 from . import keys
-from .kinds import (ShapeRows, TwoBodyRows, WallContacts, overlap_message, pair_candidates,
+from .kinds import (EllipsoidPairs, EllipsoidPlaneContacts, overlap_message, pair_candidates,
                     register, shaped)
 from .store import ContactBatch
 
@@ -45,9 +45,10 @@ def _templates(sim):
     return offsets, np.ascontiguousarray(data)
 
 
-class ClumpRows(ShapeRows):
+class ClumpRows:
+    """Rows with sub-keys; the force sums (explicit branch vectors), public rows and
+    per-row outputs are the ellipsoid kinds' (ShapeRows)."""
     subkeys = True                  # checkpoints write ContactBatch.sub
-    nscd = False                    # clumps are refused with NSCD (add_clumps)
 
     def _new_rows(self, i1, i2, key, sub):
         order = np.lexsort((sub, key))
@@ -58,14 +59,10 @@ class ClumpRows(ShapeRows):
 
 
 @register
-class ClumpPairs(ClumpRows, TwoBodyRows):
+class ClumpPairs(ClumpRows, EllipsoidPairs):
     """Pairs of the Verlet list with at least one clump (the other a clump or a sphere),
     one row per member-sphere pair."""
     name = "clump"
-
-    def __init__(self, sim):
-        super().__init__(sim)
-        self._sized()
 
     def build(self, b):
         sim = self.sim
@@ -97,28 +94,11 @@ class ClumpPairs(ClumpRows, TwoBodyRows):
                                    % (i, j, b.sub[k] >> 16, b.sub[k] & 0xffff))
         return None
 
-    def add_forces(self, f, t, flags, threads):
-        b = self.batch
-        if len(b):
-            ek.add_forces(self.owner1, self.owner2, b.active, b.state, self.branch, f, t)
-
-    def public(self):
-        b, st = self.batch, self.sim.store
-        a = np.flatnonzero(b.active)
-        a = a[self.owner1[a] >= 0]
-        p, q = b.i1[a], b.i2[a]
-        return self._public_shape(a, st.id[p], st.id[q], np.full(len(a), -1),
-                                    st.pos[p] + self.branch[a, :3])
-
 
 @register
-class ClumpPlaneContacts(ClumpRows, WallContacts):
+class ClumpPlaneContacts(ClumpRows, EllipsoidPlaneContacts):
     """Clumps within the skin of an infinite plane, one row per member sphere."""
     name = "clplane"
-
-    def __init__(self, sim):
-        super().__init__(sim)
-        self._sized()
 
     def build(self, b):
         sim = self.sim
@@ -136,9 +116,6 @@ class ClumpPlaneContacts(ClumpRows, WallContacts):
             self.batch = self._new_rows(p, w, keys.make(st.id[p], w), sub)
         self._sized()
 
-    def n_elements(self):
-        return len(self.sim.planes)
-
     def compute(self, table, nmat, f, t):
         sim, b = self.sim, self.batch
         st, pl = sim.store, sim.planes
@@ -155,14 +132,3 @@ class ClumpPlaneContacts(ClumpRows, WallContacts):
                                    % (st.id[b.i1[k]], b.sub[k], b.i2[k]))
         return None
 
-    def add_forces(self, f, t, flags, threads):
-        b = self.batch
-        if len(b):
-            ek.add_forces(None, b.i1, b.active, b.state, self.branch, f, t)
-
-    def public(self):
-        b, st = self.batch, self.sim.store
-        a = np.flatnonzero(b.active)
-        p = b.i1[a]
-        return self._public_shape(a, np.full(len(a), -1), st.id[p], b.i2[a],
-                                    st.pos[p] + self.branch[a, 3:])

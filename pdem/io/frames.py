@@ -19,7 +19,7 @@ import numpy as np
 from h5py import h5fd, h5p, h5s
 from mpi4py import MPI
 
-from .. import validate
+from .. import clumps, validate
 from ..contact.kinds import KINDS
 from ..errors import InputError
 from ..events import Progress
@@ -29,10 +29,10 @@ from .xdmf import XdmfIndex, describe
 PARTICLE_FIELDS = {"id": "1", "position": "L", "velocity": "L/T", "angular_velocity": "1/T",
                    "orientation": "1", "radius": "L", "force": "M L/T^2",
                    "torque": "M L^2/T^2", "material": "1", "mass": "M", "shape": "1",
-                   "semi_axes": "L", "inertia": "M L^2"}
+                   "semi_axes": "L", "inertia": "M L^2", "template": "1"}
 DEFAULT_FIELDS = ("id", "position", "velocity", "angular_velocity", "orientation", "radius",
                   "force", "torque", "material")
-SHAPE_FIELDS = ("shape", "semi_axes")   # added to the defaults when non-spheres exist
+SHAPE_FIELDS = ("shape", "semi_axes", "template")   # added to the defaults with non-spheres
 CONTACT_FIELDS = {"kind": "1", "wall": "1", "id1": "1", "id2": "1", "point": "L", "normal": "1", "force": "M L/T^2",
                   "overlap": "L", "torque": "M L^2/T^2", "u": "L", "phi": "1", "u0": "L",
                   "phi0": "1"}
@@ -347,6 +347,8 @@ class ResultFile:
             desc["segments"] = {"n_segments": len(sg)}
         if sim.interactions["bond"].any:
             desc["bonds"] = self._write_bonds(g, sim.bonds())
+        if clumps.SHAPE in sim.templates.shapes:
+            desc["members"] = self._write_members(g, sim)
         self.h5.attrs["n_frames"] = len(self.frames) + 1
         self.h5.attrs["material_names"] = [m.name for m in sim.materials.materials] or [""]
         self.h5.flush()
@@ -382,6 +384,20 @@ class ResultFile:
                 (cg, "vertex", c0 + np.arange(len(broken), dtype=np.int32), c0, nc, "1")):
             self._rows(grp, f, rows, start, total, unit)
         return {"n_bonds": nb, "n_cracks": nc}
+
+    def _write_members(self, g, sim):
+        """The member spheres of the clumps as points (members/position, radius, the
+        clump's id, the member's index; vertex: their cells), each rank's rows at its
+        offset (collective; ParaView: a Point Gaussian or Glyph by radius, docs/clumps.md)."""
+        centres, radii, ids, member = clumps.members(sim.store, sim.store.n_own, sim.templates)
+        order = np.lexsort((member, ids))
+        (m0,), (nm,) = row_offsets(self.comm, [len(ids)])
+        mg = g.create_group("members")
+        for f, rows, unit in (("position", centres[order], "L"), ("radius", radii[order], "L"),
+                              ("id", ids[order], "1"), ("member", member[order], "1"),
+                              ("vertex", m0 + np.arange(len(ids), dtype=np.int32), "1")):
+            self._rows(mg, f, rows, m0, nm, unit)
+        return {"n_members": nm}
 
     def write_series(self):
         """Append one row of global quantities to the time series (collective). Rows

@@ -103,7 +103,7 @@ class XdmfIndex:
         self.path = xdmf_path
         self.h5name = self._relative(h5_path)
         self.particles, self.contacts, self.mesh_walls, self.segments = [], [], [], []
-        self.bonds, self.cracks = [], []
+        self.bonds, self.cracks, self.members = [], [], []
 
     def _relative(self, h5_path):
         return os.path.relpath(os.path.abspath(h5_path),
@@ -163,6 +163,18 @@ class XdmfIndex:
                   n, {"point": ((n, 3), np.float64), "time": ((n,), np.float64),
                       "mode": ((n,), np.int8)}, "point", "/frames/%s/cracks/vertex" % fr)
             self.cracks.append(self._text(holder))
+        if "members" in frame:
+            self._add_members(frame)
+
+    def _add_members(self, frame):
+        """The member spheres of the clumps (frames/<n>/members) as points."""
+        fr, n = frame["name"], frame["members"]["n_members"]
+        holder = ET.Element("Grid")
+        _grid(holder, "members_" + fr, frame["time"], self.h5name, "/frames/%s/members" % fr,
+              n, {"position": ((n, 3), np.float64), "radius": ((n,), np.float64),
+                  "id": ((n,), np.int64), "member": ((n,), np.int32)}, "position",
+              "/frames/%s/members/vertex" % fr)
+        self.members.append(self._text(holder))
 
     def _render_lines(self, name, time, group, n):
         """Line cells of a frame (boundary segments, bonds): Polyline cells of 2 nodes,
@@ -199,7 +211,8 @@ class XdmfIndex:
                  '<Xdmf Version="3.0">\n <Domain>\n']
         for name, grids in (("particles", self.particles), ("contacts", self.contacts),
                             ("mesh_walls", self.mesh_walls), ("segments", self.segments),
-                            ("bonds", self.bonds), ("cracks", self.cracks)):
+                            ("bonds", self.bonds), ("cracks", self.cracks),
+                            ("members", self.members)):
             if grids or name == "particles":
                 parts.append('  <Grid Name="%s" GridType="Collection" CollectionType="Temporal">\n'
                              % name)
@@ -236,6 +249,8 @@ def describe(h5_path, last_step=None):
                                       "n_facets": len(g["mesh_walls/facets"])}
             if "segments" in g:
                 desc["segments"] = {"n_segments": len(g["segments/lines"])}
+            if "members" in g:
+                desc["members"] = {"n_members": len(g["members/radius"])}
             frames.append(desc)
     return frames
 
