@@ -213,9 +213,9 @@ def plot(results, path, rough=()):
     ax.set_xlabel("aspect ratio c/a (oblate < 1 < prolate)")
     ax.set_ylabel("solid fraction")
     ax.set_title("Random packing of spheroids (%d per aspect ratio)" % results[0]["n"])
-    ax.legend(fontsize=7, loc="lower center")
+    ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=1)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
 
