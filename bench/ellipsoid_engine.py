@@ -81,14 +81,15 @@ def flowing(n, steps, repeats=3):
         for _ in range(repeats):          # the fastest of a few windows (shared machine)
             sim.interactions["ellpair"].stats[:] = 0.0
             sim.timers["contact"] = 0.0
-            count = 0
+            count = cands = 0
             for _ in range(steps):
                 sim.step()
                 count += sim.n_contacts
+                cands += sum(len(sim.interactions[k].batch) for k in ("pair", "ellpair"))
             per = sim.timers["contact"] / count * 1e9
             if best is None or per < best[0]:
                 best = (per, count / steps, sim.shape_stats()["iterations_mean"],
-                        sim.shape_stats()["iterations_max"])
+                        sim.shape_stats()["iterations_max"], cands / count)
         return best
 
     def measure(sim):
@@ -112,9 +113,10 @@ if __name__ == "__main__" and "--flow" in sys.argv:
         for mode in ("warm", "cold"):
             if r[mode] is None:
                 continue
-            per, nc, it, itmax = r[mode]
+            per, nc, it, itmax, cand = r[mode]
             print("flowing hopper, %-13s %s: %6.0f ns per contact and step (contact phase), "
-                  "%5.0f contacts; iterations mean %.2f max %d" % (label, mode, per, nc, it, itmax))
+                  "%5.0f contacts (pairs and planes), %.2f pair candidates per contact; "
+                  "iterations mean %.2f max %d" % (label, mode, per, nc, cand, it, itmax))
     print("spheroid / sphere contact in the flowing hopper: %.1f"
           % (res["spheroids 2:1"]["warm"][0] / res["spheres"]["warm"][0]))
 elif __name__ == "__main__":
