@@ -1,7 +1,7 @@
 """The ellipsoid demo (issue 16, section 5): the packing fraction of poured spheroids
 against aspect ratio (packing.py) and the wedge-hopper discharge of spheroids against
 spheres (hopper.py). Writes docs/ellipsoid_packing.png, docs/ellipsoid_hopper.png and
-docs/ellipsoid_discharge.png, and text summaries in --out.
+docs/ellipsoid_discharge.png (--quick: into --out), and text summaries in --out.
 
     PYTHONPATH=$PWD python examples/ellipsoids/demo.py [--quick] [--out results/ellipsoids]
 

@@ -194,8 +194,12 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=None)
     ap.add_argument("--alpha", type=float, default=2.0, help="aspect ratio of the spheroids")
     ap.add_argument("--out", default="results/ellhopper")
-    ap.add_argument("--docs", default=os.path.join(os.path.dirname(__file__), "..", "..", "docs"))
+    ap.add_argument("--docs", default=None, help="where the pictures go (default: docs/; "
+                    "with --quick: --out)")
     args = ap.parse_args(argv)
+    if args.docs is None:
+        args.docs = args.out if args.quick else os.path.join(os.path.dirname(__file__), "..",
+                                                             "..", "docs")
     n = args.n or (600 if args.quick else 2000)
     tdis = 0.2 if args.quick else 0.35
     os.makedirs(args.out, exist_ok=True)

@@ -13,7 +13,7 @@ sections of an ellipsoid by parallel planes are similar ellipses, so the volume 
 two heights is that of a sphere of the same extent h_z: V (3t - t^3 + 2) / 4 at
 t = (z - z0) / h_z).
 
-Writes <out>/packing.txt and docs/ellipsoid_packing.png (with --plot, the default),
+Writes <out>/packing.txt and docs/ellipsoid_packing.png (--quick: <out>/...),
 the curve against the published numbers (docs/ellipsoids.md, "Packing fraction").
 """
 import argparse
@@ -229,9 +229,12 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="3 aspect ratios, 300 particles")
     ap.add_argument("--n", type=int, default=None)
     ap.add_argument("--out", default="results/ellpack")
-    ap.add_argument("--plot", default=os.path.join(os.path.dirname(__file__), "..", "..", "docs",
-                                                   "ellipsoid_packing.png"))
+    ap.add_argument("--plot", default=None, help="the plot (default: docs/ellipsoid_packing.png;"
+                    " with --quick: <out>/ellipsoid_packing.png)")
     args = ap.parse_args(argv)
+    if args.plot is None:
+        args.plot = os.path.join(args.out if args.quick else os.path.join(
+            os.path.dirname(__file__), "..", "..", "docs"), "ellipsoid_packing.png")
     n = args.n or (300 if args.quick else 500)
     os.makedirs(args.out, exist_ok=True)
     res = []
