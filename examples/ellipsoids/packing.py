@@ -58,10 +58,10 @@ def rotation_matrices(q):
     """Rotation matrices (n, 3, 3), body to world, of unit quaternions (w, x, y, z): the
     columns are the body axes in world coordinates."""
     w, x, y, z = np.asarray(q, dtype=float).T
-    return np.stack([np.column_stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)]),
-                     np.column_stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)]),
-                     np.column_stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)])],
-                    axis=1)
+    rows = ([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)])
+    return np.stack([np.column_stack(r) for r in rows], axis=1)
 
 
 def shape_matrices(q, axes):
@@ -183,7 +183,8 @@ def settle(alpha, n=500, width_r=10.0, seed=1, friction=0.0, max_time=0.4, ke_st
                 balance=(floor - dpdt) / weight, overlap=overlap, friction=friction,
                 z_contacts=zc / max(1, int(inside.sum())), time=sim.time, steps=sim.step_count,
                 wall=wall, ke=sim.energy()["kinetic"] / (n * mass * G * R_EQ),
-                p2=float(np.mean(1.5 * cz[inside] ** 2 - 0.5)) if sim.shapes else float("nan"), iterations=stats["iterations_mean"])
+                p2=float(np.mean(1.5 * cz[inside] ** 2 - 0.5)) if sim.shapes else float("nan"),
+                iterations=stats["iterations_mean"])
 
 
 def plot(results, path, rough=()):
