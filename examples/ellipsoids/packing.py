@@ -124,7 +124,7 @@ def place(n, axes, width, z0, rng, gap=0.05, batch=64, x_range=None, inside=None
 
 
 def settle(alpha, n=500, width_r=10.0, seed=1, friction=0.0, max_time=0.4, ke_stop=1e-3,
-           threads=1, sphere_as_sphere=True):
+           threads=1):
     """Pour n spheroids of aspect alpha; returns a dict with the slab fraction and checks."""
     rng = np.random.default_rng(seed)
     axes = spheroid_axes(alpha)
@@ -141,7 +141,7 @@ def settle(alpha, n=500, width_r=10.0, seed=1, friction=0.0, max_time=0.4, ke_st
     grain = sim.material("grain", DENSITY, kn=kn, friction=friction, restitution=0.3)
     sim.add_plane((0, 0, 0), (0, 0, 1), grain)
     vel = rng.normal(0, 0.01, (n, 3))
-    if alpha == 1.0 and sphere_as_sphere:
+    if alpha == 1.0:
         sim.add_spheres(pos, R_EQ, grain, velocities=vel)
     else:
         sim.add_ellipsoids(pos, axes, grain, orientations=q, velocities=vel)
@@ -153,8 +153,10 @@ def settle(alpha, n=500, width_r=10.0, seed=1, friction=0.0, max_time=0.4, ke_st
             break
     # floor load over the last 400 steps: its time average is the weight plus the rate of
     # change of the bed's momentum (momentum balance along z, checked by the test)
-    momentum = lambda: float(np.sum(sim.particles(gather=True)["mass"]
-                                    * sim.particles(gather=True)["velocity"][:, 2]))
+    def momentum():
+        p = sim.particles(gather=True)
+        return float(np.sum(p["mass"] * p["velocity"][:, 2]))
+
     p0, loads = momentum(), []
     for _ in range(400):
         sim.step()
