@@ -1,0 +1,147 @@
+"""Energy tracker (docs/energy.md) against closed forms: free fall, an elastic and a
+damped normal impact, a block sliding to rest, a wall driving a sphere; the balance of a
+settling pile converging with dt; tracking never changes the trajectory; what it does
+not cover is refused in one line."""
+import math
+
+import numpy as np
+import pytest
+
+import pdem
+from pdem.errors import InputError
+
+R, RHO = 0.05, 2500.0
+M = RHO * 4.0 / 3.0 * math.pi * R ** 3
+
+
+def scene(dt=1e-5, gravity=(0, 0, 0), e=1.0, mu=0.0, z=0.2, vel=(0, 0, 0), track=True,
+          plane_velocity=None, **law):
+    dom = pdem.Domain((-1, -1, -1), (1, 1, 3), (False,) * 3)
+    sim = pdem.Simulation(dom, dt, gravity=gravity, track_energy=track)
+    sim.material("m", RHO, kn=1e5, restitution=e, friction=mu, **law)
+    sim.add_spheres([(0, 0, z)], R, "m", velocities=[vel])
+    sim.add_plane((0, 0, 0), (0, 0, 1), "m", velocity=plane_velocity)
+    return sim
+
+
+def test_free_fall_potential_to_kinetic():
+    g, dt = 9.81, 1e-4
+    sim = scene(dt, gravity=(0, 0, -g), z=2.0)
+    sim.run(3000)
+    e = sim.energy()
+    t = sim.time
+    # K(t) = m v(t-dt/2).v(t+dt/2)/2 with v(t+dt/2) = g (t + dt/2)... from v = 0 at dt/2
+    v_minus, v_plus = g * (t - dt), g * t
+    assert e["kinetic"] == pytest.approx(0.5 * M * v_minus * v_plus, rel=1e-12)
+    fall = 2.0 - sim.particles()["position"][0, 2]
+    assert e["gravity"] == pytest.approx(M * g * fall, rel=1e-12)
+    assert abs(e["error"]) < 1e-13
+    assert e["elastic"] == e["damping"] == e["friction"] == e["walls"] == 0.0
+
+
+def test_elastic_bounce_closes_and_stores_the_kinetic_energy():
+    v0 = 1.0
+    sim = scene(vel=(0, 0, -v0), z=R + 0.01)
+    peak, worst = 0.0, 0.0
+    for _ in range(5000):
+        sim.step()
+        e = sim.energy()
+        peak, worst = max(peak, e["elastic"]), max(worst, abs(e["error"]))
+    assert sim.particles()["velocity"][0, 2] > 0.99 * v0          # bounced
+    assert peak == pytest.approx(0.5 * M * v0 ** 2, rel=2e-3)    # all of K at max compression
+    assert worst < 1e-6 and e["damping"] == 0.0
+
+
+@pytest.mark.parametrize("e_in", [0.5, 0.8])
+def test_damped_bounce_dissipates_the_lost_kinetic_energy(e_in):
+    v0 = 1.0
+    sim = scene(vel=(0, 0, -v0), z=R + 0.01, e=e_in)
+    sim.run(5000)
+    e = sim.energy()
+    lost = 0.5 * M * v0 ** 2 * (1.0 - e_in ** 2)                  # restitution e_in (Hooke)
+    assert e["damping"] == pytest.approx(lost, rel=2e-3)
+    assert abs(e["error"]) < 2e-3
+
+
+def test_sliding_block_friction_work():
+    mu, g, v0 = 0.4, 9.81, 0.5
+    rest = R - M * g / 1e5                                    # resting overlap m g / k_n
+    sim = scene(1e-5, gravity=(0, 0, -g), e=1.0, mu=mu, z=rest, vel=(v0, 0, 0))
+    sim.block([0], ["rx", "ry", "rz"])                         # slides, does not roll
+    x0 = sim.particles()["position"][0, 0]
+    sim.run(int(1.2 * v0 / (mu * g) / 1e-5))
+    e = sim.energy()
+    distance = sim.particles()["position"][0, 0] - x0
+    assert distance == pytest.approx(v0 ** 2 / (2 * mu * g), rel=1e-2)
+    assert e["friction"] == pytest.approx(mu * M * g * distance, rel=1e-2)
+    assert e["friction"] == pytest.approx(0.5 * M * v0 ** 2, rel=1e-2)
+    assert abs(e["error"]) < 1e-3
+
+
+def test_driven_wall_work():
+    """A wall at v_w hits a sphere at rest elastically: the sphere leaves at 2 v_w, and
+    the wall did the work 2 m v_w^2."""
+    vw = 0.5
+    sim = scene(z=R + 0.002, plane_velocity=(0, 0, vw))
+    sim.run(3000)
+    e = sim.energy()
+    assert sim.particles()["velocity"][0, 2] == pytest.approx(2 * vw, rel=1e-3)
+    assert e["walls"] == pytest.approx(2 * M * vw ** 2, rel=2e-3)
+    assert abs(e["error"]) < 1e-3
+
+
+def pile(dt, track=True, steps=None):
+    dom = pdem.Domain((0, 0, 0), (4, 4, 8), periodic=(True, True, False))
+    sim = pdem.Simulation(dom, dt, gravity=(0, 0, -9.81), track_energy=track)
+    sim.material("m", 1000.0, kn=1e6, restitution=0.5, friction=0.5, rolling_friction=0.1,
+                 rolling_stiffness=0.5)
+    sim.add_plane((0, 0, 0), (0, 0, 1), "m")
+    rng = np.random.default_rng(7)
+    g = np.arange(4) + 0.5
+    x = np.stack(np.meshgrid(g, g, np.arange(3) * 1.2 + 0.6), -1).reshape(-1, 3)
+    sim.add_spheres(x + rng.uniform(-0.05, 0.05, x.shape), rng.uniform(0.4, 0.5, len(x)), "m",
+                    velocities=rng.normal(0, 0.5, x.shape))
+    worst = 0.0
+    for _ in range(10):
+        sim.run(steps or int(0.08 / dt))
+        if track:
+            worst = max(worst, abs(sim.energy()["error"]))
+    return sim, worst
+
+
+def test_settling_pile_balance_shrinks_with_dt():
+    coarse = pile(4e-4)[1]
+    fine = pile(2e-4)[1]
+    assert coarse < 2e-2 and fine < 0.6 * coarse
+
+
+def test_tracking_only_observes():
+    on, _ = pile(4e-4, steps=100)
+    off, _ = pile(4e-4, track=False, steps=100)
+    a, b = on.particles(), off.particles()
+    for k in ("position", "velocity", "angular_velocity"):
+        assert np.array_equal(a[k], b[k])
+    e = on.energy()
+    assert e["friction"] > 0 and e["damping"] > 0 and e["rolling"] > 0
+
+
+def test_edit_moves_the_reference():
+    sim = scene(gravity=(0, 0, -9.81), z=1.0)
+    sim.run(10)
+    sim.set_velocity([0], (0, 0, 3.0))
+    sim.run(10)
+    e = sim.energy()
+    assert e["edits"] == 1 and abs(e["error"]) < 1e-12
+
+
+def test_refused_in_one_line():
+    with pytest.raises(InputError, match="track_energy=True: not available with the nscd"):
+        pdem.Simulation(pdem.Domain((0, 0, 0), (1, 1, 1)), 1e-4, scheme=pdem.NSCD(),
+                        track_energy=True)
+    sim = scene()
+    sim.material("sticky", 1000.0, law="hertz", young=1e7, poisson=0.3, cohesion="jkr",
+                 surface_energy=0.1)
+    with pytest.raises(InputError, match="JKR cohesion"):
+        sim.run(1)
+    with pytest.raises(InputError, match="track_energy must be True or False"):
+        scene().track_energy = "yes"
