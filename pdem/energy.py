@@ -15,8 +15,6 @@ Balance (leap-frog, docs/energy.md):
 with the kinetic energy at t the time-centred m v(t-dt/2).v(t+dt/2)/2 and the works
 accumulated (gravity is a work, not a potential: periodic wrapping keeps it right).
 """
-import math
-
 import numpy as np
 
 from ._kernels import contacts as ck, energy as xk
@@ -44,7 +42,7 @@ class EnergyTracker:
 
     def __init__(self):
         self.on = False
-        self.parts = np.zeros((len(SUMS), xk.max_parts()))
+        self.parts = np.zeros((len(SUMS), xk.width()), np.int64)
         self.rows = {}                    # kind name -> (m, E_NCOLS) energy rows of this step
         self.initial = None               # the balance at the reference step
         self.reference = None             # (step, stored energy) at the reference
@@ -87,7 +85,7 @@ class EnergyTracker:
             refuse(sim)
         self._cache = None
         p = self.parts
-        p[[ROW[s] for s in STATE]] = 0.0                  # elastic: the state at t
+        p[[ROW[s] for s in STATE]] = 0                    # elastic: the state at t
         dest = np.array([ROW[name] for _, name in KERNEL], np.int32)
         cols = np.array([c for c, _ in KERNEL], np.int32)
         for name in KINDS:
@@ -140,12 +138,12 @@ class EnergyTracker:
         st, n = sim.store, sim.store.n_own
         vm, wm = sim.scheme.energy_velocities(sim)
         v, w = st.vel[:n], st.angvel[:n]
-        local = np.zeros((2, xk.max_parts()))
+        local = np.zeros((2, xk.width()), np.int64)
         xk.add_values(local, 0, 0.5 * st.mass[:n] * _dot(vm, v))
         xk.add_values(local, 1, 0.5 * st.inertia[:n] * _dot(wm, w))
         every = sim.collective.allgather({"parts": np.concatenate([self.parts, local])})["parts"]
         rows = len(SUMS) + 2
-        total = {name: math.fsum(every[i::rows].ravel()) for i, name in
+        total = {name: xk.value(every[i::rows]) for i, name in
                  enumerate(SUMS + ("kinetic", "rotational"))}
         out = {"kinetic": total["kinetic"], "rotational": total["rotational"],
                "elastic": total["elastic_normal"] + total["elastic_tangential"]}
@@ -162,22 +160,19 @@ class EnergyTracker:
 
     # ------------------------------------------------------------ checkpoints
     def describe(self, sim):
-        """The state a checkpoint keeps (collective): each running sum as one exact
-        expansion (the components of all ranks folded), the reference and the edits."""
+        """The state a checkpoint keeps (collective): each running sum exactly (an
+        integer in units of 2^-BIAS, pyx/energy.pyx, as text), the reference and the edits."""
         every = sim.collective.allgather({"parts": self.parts})["parts"]
-        folded = np.zeros_like(self.parts)
-        for i in range(len(SUMS)):
-            comps = every[i::len(SUMS)].ravel()
-            xk.add_values(folded, i, np.ascontiguousarray(comps[comps != 0.0]))
-        return {"parts": [[float(x) for x in row[row != 0.0]] for row in folded],
+        exact = [xk.exact(every[i::len(SUMS)]) for i in range(len(SUMS))]
+        return {"sums": [None if x is None else str(x) for x in exact],
                 "initial": self.initial, "edits": self.edits, "rebase": self._rebase}
 
     def restore(self, state, rank):
         """A checkpoint's sums, on rank 0 (exact: the same value on any rank count)."""
-        self.parts[:] = 0.0
+        self.parts[:] = 0
         if rank == 0:
-            for i, row in enumerate(state["parts"]):
-                self.parts[i, :len(row)] = row
+            for i, x in enumerate(state["sums"]):
+                self.parts[i] = xk.from_exact(None if x is None else int(x))
         self.initial, self.edits = state["initial"], state["edits"]
         self._rebase = state["rebase"]
         self._seen = "restored"
