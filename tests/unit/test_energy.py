@@ -145,3 +145,35 @@ def test_refused_in_one_line():
         sim.run(1)
     with pytest.raises(InputError, match="track_energy must be True or False"):
         scene().track_energy = "yes"
+
+
+def test_driven_mesh_wall_work():
+    """As test_driven_wall_work with a two-triangle mesh wall (facet kernel)."""
+    from pdem.contact.mesh import Mesh
+    vw = 0.5
+    dom = pdem.Domain((-1, -1, -1), (1, 1, 3), (False,) * 3)
+    sim = pdem.Simulation(dom, 1e-5, track_energy=True)
+    sim.material("m", RHO, kn=1e5, restitution=1.0, friction=0.3)
+    sim.add_spheres([(0.1, 0.05, R + 0.002)], R, "m")
+    square = Mesh(np.array([(-0.5, -0.5, 0), (0.5, -0.5, 0), (0.5, 0.5, 0), (-0.5, 0.5, 0.0)]),
+                  np.array([(0, 1, 2), (0, 2, 3)]))
+    sim.add_mesh_wall(square, "m", velocity=(0, 0, vw))
+    sim.run(3000)
+    e = sim.energy()
+    assert sim.particles()["velocity"][0, 2] == pytest.approx(2 * vw, rel=1e-3)
+    assert e["walls"] == pytest.approx(2 * M * vw ** 2, rel=2e-3)
+    assert abs(e["error"]) < 1e-3
+
+
+def test_vibrating_plate_closes():
+    """A sphere on a plate vibrated by a motion law (pdem.Sine), with damping and
+    friction: the wall's work is balanced by the other terms."""
+    sim = scene(1e-5, gravity=(0, 0, -9.81), e=0.6, mu=0.5, z=R, vel=(0.1, 0, 0))
+    sim.set_plane_motion(0, pdem.Sine((0, 0, 2e-3), frequency=25.0))
+    worst = 0.0
+    for _ in range(8):
+        sim.run(2500)
+        worst = max(worst, abs(sim.energy()["error"]))
+    e = sim.energy()
+    assert e["walls"] > 0 and e["damping"] > 0
+    assert worst < 2e-3
