@@ -11,9 +11,10 @@ on restarts. Off by default: then no kernel computes any of it.
 
 Balance (leap-frog, docs/energy.md):
   kinetic + rotational + elastic + damping + friction + rolling
-      - gravity - walls - external - prescribed  =  constant,
+      - gravity_work - walls - external - prescribed  =  constant,
 with the kinetic energy at t the time-centred m v(t-dt/2).v(t+dt/2)/2 and the works
-accumulated (gravity is a work, not a potential: periodic wrapping keeps it right).
+accumulated (gravity as a work: periodic wrapping does not disturb it; `gravity` is
+the potential -m g.x of the current, wrapped, positions, as without tracking).
 """
 import numpy as np
 
@@ -22,7 +23,7 @@ from .errors import InputError
 from .materials import COL as LAW
 
 E = ck.energy_columns()
-RUNNING = ("damping", "friction", "rolling", "walls", "gravity", "external", "prescribed")
+RUNNING = ("damping", "friction", "rolling", "walls", "gravity_work", "external", "prescribed")
 STATE = ("elastic_normal", "elastic_tangential")
 SUMS = RUNNING + STATE
 ROW = {name: i for i, name in enumerate(SUMS)}
@@ -31,9 +32,9 @@ KERNEL = [(E["damping"], "damping"), (E["friction"], "friction"), (E["rolling"],
           (E["walls"], "walls"), (E["normal"], "elastic_normal"),
           (E["tangent"], "elastic_tangential")]
 KINDS = ("pair", "plane", "mesh", "segment", "point", "region")   # kinds with energy rows
-WORK_IN = ("gravity", "walls", "external", "prescribed")
+WORK_IN = ("gravity_work", "walls", "external", "prescribed")
 DISSIPATED = ("damping", "friction", "rolling")
-SERIES = ("elastic", "damping", "friction", "rolling", "gravity", "walls", "external",
+SERIES = ("elastic", "damping", "friction", "rolling", "gravity_work", "walls", "external",
           "prescribed", "balance", "error")
 
 
@@ -101,7 +102,7 @@ class EnergyTracker:
             xk.add_rows(p, dest, rows, cols, use.view(np.int8))
         st, n, dt = sim.store, sim.store.n_own, sim.dt
         v, m, g = st.vel[:n], st.mass[:n], sim.gravity
-        xk.add_values(p, ROW["gravity"], m * (v[:, 0] * g[0] + v[:, 1] * g[1] + v[:, 2] * g[2])
+        xk.add_values(p, ROW["gravity_work"], m * (v[:, 0] * g[0] + v[:, 1] * g[1] + v[:, 2] * g[2])
                       * dt)
         if sim.external:
             f, t = np.zeros((n, 3)), np.zeros((n, 3))
@@ -138,14 +139,17 @@ class EnergyTracker:
         st, n = sim.store, sim.store.n_own
         vm, wm = sim.scheme.energy_velocities(sim)
         v, w = st.vel[:n], st.angvel[:n]
-        local = np.zeros((2, xk.width()), np.int64)
+        g = np.broadcast_to(sim.gravity, (n, 3))
+        local = np.zeros((3, xk.width()), np.int64)
         xk.add_values(local, 0, 0.5 * st.mass[:n] * _dot(vm, v))
         xk.add_values(local, 1, 0.5 * st.inertia[:n] * _dot(wm, w))
+        xk.add_values(local, 2, -st.mass[:n] * _dot(st.pos[:n], g))
         every = sim.collective.allgather({"parts": np.concatenate([self.parts, local])})["parts"]
-        rows = len(SUMS) + 2
+        rows = len(SUMS) + 3
         total = {name: xk.value(every[i::rows]) for i, name in
-                 enumerate(SUMS + ("kinetic", "rotational"))}
+                 enumerate(SUMS + ("kinetic", "rotational", "gravity"))}
         out = {"kinetic": total["kinetic"], "rotational": total["rotational"],
+               "gravity": total["gravity"],
                "elastic": total["elastic_normal"] + total["elastic_tangential"]}
         out.update({k: total[k] for k in SUMS})
         stored = out["kinetic"] + out["rotational"] + out["elastic"]
