@@ -193,3 +193,34 @@ def test_series_columns(tmp_path):
         work, kin = s["energy_gravity_work"][...], s["kinetic_energy"][...]
         assert len(work) >= 10 and np.allclose(work, kin, rtol=1e-9, atol=1e-15)
         assert np.all(np.abs(s["energy_error"][...]) < 1e-12)
+
+
+CASE = '''
+import pdem
+def build(comm):
+    sim = pdem.Simulation(pdem.Domain((-1, -1, -1), (1, 1, 3)), 1e-4, gravity=(0, 0, -9.81),
+                          comm=comm, track_energy=True)
+    sim.material("m", 2500.0, kn=1e5, restitution=0.5, friction=0.5)
+    sim.add_plane((0, 0, 0), (0, 0, 1), "m")
+    sim.add_spheres([(0, 0, 0.06), (0.02, 0, 0.2)], 0.05, "m")
+    return sim
+'''
+
+
+@pytest.mark.slow
+def test_command_line_thermo_series_and_plot(tmp_path):
+    """`pdem run` of a case with track_energy: the thermo lines carry the balance's
+    error, the time series the terms, and `pdem plot` draws them."""
+    import h5py
+    from test_cli import ok, pdem_run
+    (tmp_path / "case.py").write_text(CASE)
+    r = ok(pdem_run("run", tmp_path / "case.py", "--steps", 2000, "--out", tmp_path / "out",
+                    "--thermo-every", 500))
+    assert "energy_error" in r.stdout
+    with h5py.File(tmp_path / "out" / "results.h5", "r") as f:
+        err = f["series/energy_error"][...]
+        assert len(err) >= 4 and np.all(np.abs(err) < 1e-2)
+        assert f["series/energy_damping"][-1] > 0
+    r = ok(pdem_run("plot", tmp_path / "out" / "results.h5", "--out", tmp_path / "plots",
+                    timeout=120))
+    assert (tmp_path / "plots" / "results-extra.png").exists()
