@@ -55,6 +55,11 @@ class EnergyTracker:
     def __bool__(self):
         return self.on
 
+    def check(self, sim):
+        """Refuse what the tracker does not cover (at the start of a step after set-up
+        changes; collective inputs)."""
+        refuse(sim)
+
     def edited(self):
         """A change of the scene the step counters do not show (set_velocity)."""
         if self.on and self._seen is not None:

@@ -224,3 +224,10 @@ def test_command_line_thermo_series_and_plot(tmp_path):
     r = ok(pdem_run("plot", tmp_path / "out" / "results.h5", "--out", tmp_path / "plots",
                     timeout=120))
     assert (tmp_path / "plots" / "results-extra.png").exists()
+
+
+def test_ellipsoids_refused():
+    sim = scene()
+    sim.add_ellipsoids([(0.5, 0.5, 0.5)], [(0.05, 0.04, 0.03)], "m")
+    with pytest.raises(InputError, match="track_energy=True: not available with ellipsoids"):
+        sim.run(1)
