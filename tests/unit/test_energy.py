@@ -231,3 +231,24 @@ def test_ellipsoids_refused():
     sim.add_ellipsoids([(0.5, 0.5, 0.5)], [(0.05, 0.04, 0.03)], "m")
     with pytest.raises(InputError, match="track_energy=True: not available with ellipsoids"):
         sim.run(1)
+
+
+@pytest.mark.slow
+def test_servo_piston_work():
+    """A servo piston squeezes a sphere onto a floor to the load L, slowly: the two
+    contacts are springs k_n in series, so the piston's work and the stored energy are both
+    L^2 / k_n (quasi-static: little damping)."""
+    load, kn = 10.0, 1e5
+    dom = pdem.Domain((-1, -1, -1), (1, 1, 3), (False,) * 3)
+    sim = pdem.Simulation(dom, 1e-4, track_energy=True)
+    sim.material("m", RHO, kn=kn, restitution=0.5, friction=0.5)
+    sim.add_spheres([(0, 0, R)], R, "m")
+    sim.add_plane((0, 0, 0), (0, 0, 1), "m")
+    sim.add_plane((0, 0, 2 * R + 1e-4), (0, 0, -1), "m")
+    sim.set_plane_motion(1, pdem.Servo(load, gain=1e-4, max_speed=0.05))
+    sim.run(15000)
+    e = sim.energy()
+    assert sim.plane_forces()[1][2] == pytest.approx(load, rel=5e-3)
+    assert e["elastic"] == pytest.approx(load ** 2 / kn, rel=5e-3)
+    assert e["walls"] == pytest.approx(load ** 2 / kn, rel=1e-2)    # damping: 0.8 %
+    assert abs(e["error"]) < 1e-3
