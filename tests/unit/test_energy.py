@@ -252,3 +252,33 @@ def test_servo_piston_work():
     assert e["elastic"] == pytest.approx(load ** 2 / kn, rel=5e-3)
     assert e["walls"] == pytest.approx(load ** 2 / kn, rel=1e-2)    # damping: 0.8 %
     assert abs(e["error"]) < 1e-3
+
+
+def test_external_load_work():
+    """A constant external force F on a free sphere: its work F x and the kinetic energy
+    agree (a free fall driven by set_external_load)."""
+    f = np.array([0.3, -0.2, 0.5])
+    sim = scene(1e-4, z=1.0)
+    sim.set_external_load([0], force=f)
+    x0 = sim.particles()["position"][0].copy()
+    sim.run(2000)
+    e = sim.energy()
+    assert e["external"] == pytest.approx(f @ (sim.particles()["position"][0] - x0), rel=1e-12)
+    assert e["external"] == pytest.approx(e["kinetic"], rel=1e-3)
+    assert abs(e["error"]) < 1e-12
+
+
+def test_prescribed_velocity_work():
+    """A sphere at a prescribed velocity v (blocked) hits a free one elastically: the free
+    sphere leaves at 2 v and the prescribed motion did the work 2 m v^2."""
+    v = 0.4
+    dom = pdem.Domain((-1, -1, -1), (1, 1, 1), (False,) * 3)
+    sim = pdem.Simulation(dom, 1e-5, track_energy=True)
+    sim.material("m", RHO, kn=1e5, restitution=1.0, friction=0.3)
+    sim.add_spheres([(0, 0, 0), (2 * R + 1e-3, 0, 0)], R, "m")
+    sim.set_velocity([0], (v, 0, 0), block=True)
+    sim.run(3000)
+    e = sim.energy()
+    assert sim.particles()["velocity"][1, 0] == pytest.approx(2 * v, rel=1e-3)
+    assert e["prescribed"] == pytest.approx(2 * M * v ** 2, rel=2e-3)
+    assert abs(e["error"]) < 1e-3
