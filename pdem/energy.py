@@ -62,6 +62,7 @@ class EnergyTracker:
 
     def edited(self):
         """A change of the scene the step counters do not show (set_velocity)."""
+        self._cache = None
         if self.on and self._seen is not None:
             self._seen = "edited"
 
@@ -139,7 +140,8 @@ class EnergyTracker:
     # ------------------------------------------------------------ results
     def totals(self, sim):
         """The balance at t (collective; cached per step)."""
-        if self._cache is not None and self._cache[0] == sim.step_count:
+        key = (sim.step_count, sim._scene_step, sim.n_removed, sim.dt)
+        if self._cache is not None and self._cache[0] == key:
             return dict(self._cache[1])
         st, n = sim.store, sim.store.n_own
         vm, wm = sim.scheme.energy_velocities(sim)
@@ -164,7 +166,7 @@ class EnergyTracker:
         scale = stored + sum(abs(out[k]) for k in DISSIPATED + WORK_IN) + abs(out["initial"])
         out["error"] = (out["balance"] - out["initial"]) / scale if scale > 0 else 0.0
         out["edits"] = self.edits
-        self._cache = (sim.step_count, out)
+        self._cache = (key, out)
         return dict(out)
 
     # ------------------------------------------------------------ checkpoints
