@@ -48,7 +48,8 @@ class EnergyTracker:
         self.initial = None               # the balance at the reference step
         self.reference = None             # (step, stored energy) at the reference
         self.edits = 0                    # scene edits that moved the reference
-        self._seen = None                 # (scene step, removed, dt) at the last step
+        self._last = None                 # (particles removed, dt) at the last step
+        self._edited = False              # set_velocity since the last step
         self._rebase = True
         self._cache = None
 
@@ -63,8 +64,7 @@ class EnergyTracker:
     def edited(self):
         """A change of the scene the step counters do not show (set_velocity)."""
         self._cache = None
-        if self.on and self._seen is not None:
-            self._seen = "edited"
+        self._edited = True
 
     # ------------------------------------------------------------ step hooks
     def kernel_rows(self, kind):
@@ -84,12 +84,12 @@ class EnergyTracker:
         """After the forces at t, before the kick: add this step's contact terms and the
         work of gravity, external loads and prescribed velocities over the drift from
         t - dt to t (velocities v(t - dt/2) still stored)."""
-        seen = (sim._scene_step, sim.n_removed, sim.dt)
-        if seen != self._seen:
-            if self._seen not in (None, "restored"):      # an edit since the last step
-                self._rebase = True
-            self._seen = seen
+        state = (sim.n_removed, sim.dt)
+        if self._last is not None and (sim.fresh_scene or state != self._last or self._edited):
+            self._rebase = True                         # an edit since the last step
+        if self._last is None or self._rebase:
             refuse(sim)
+        self._last, self._edited = state, False
         self._cache = None
         p = self.parts
         p[[ROW[s] for s in STATE]] = 0                    # elastic: the state at t
@@ -140,7 +140,7 @@ class EnergyTracker:
     # ------------------------------------------------------------ results
     def totals(self, sim):
         """The balance at t (collective; cached per step)."""
-        key = (sim.step_count, sim._scene_step, sim.n_removed, sim.dt)
+        key = (sim.step_count, sim.next_id, sim.n_removed, sim.dt)
         if self._cache is not None and self._cache[0] == key:
             return dict(self._cache[1])
         st, n = sim.store, sim.store.n_own
@@ -186,7 +186,7 @@ class EnergyTracker:
                 self.parts[i] = xk.from_exact(None if x is None else int(x))
         self.initial, self.edits = state["initial"], state["edits"]
         self._rebase = state["rebase"]
-        self._seen = "restored"
+        self._last = None
 
 
 def switch(sim, on):
