@@ -11,7 +11,7 @@ Fraction: correctly rounded). A row of `bins` is one sum: NBIN bins, then the nu
 additions since the last carry, then a flag for a non-finite term (the value is NaN).
 """
 cimport cython
-from libc.math cimport frexp, ldexp, isfinite
+from libc.string cimport memcpy
 from fractions import Fraction
 
 cdef enum:
@@ -20,7 +20,7 @@ cdef enum:
     COUNT = NBIN        # additions since the last carry (bins hold < 2^53 per addition)
     BAD = NBIN + 1      # a non-finite term was added
     WIDTH = NBIN + 2
-    CARRY_EVERY = 256   # carries propagated before any bin can exceed 2^62
+    CARRY_EVERY = 512   # carries propagated before any bin can reach 2^63 (512 x 2^53 + 2^32)
 
 
 SCALE = pow(2, <object>BIAS)     # a Python integer
@@ -42,31 +42,35 @@ cdef inline void carry(long long* acc) noexcept nogil:
 
 
 cdef inline void accumulate(long long* acc, double x) noexcept nogil:
-    """acc += x exactly."""
+    """acc += x exactly: x = m 2^(ex - 1075) from its IEEE 754 fields (m with the
+    implicit bit; subnormals ex = 1), m shifted into bins b, b + 1 at e = ex - 1075 + BIAS."""
+    cdef unsigned long long bits, a, lo
     cdef int ex, e, b, s
-    cdef double f
-    cdef unsigned long long a, lo
-    cdef long long sign, low, high
-    if x == 0.0:
-        return
-    if not isfinite(x):
+    cdef long long low, high
+    memcpy(&bits, &x, 8)
+    ex = <int>((bits >> 52) & 0x7FF)
+    a = bits & 0xFFFFFFFFFFFFFULL
+    if ex == 0x7FF:
         acc[BAD] = 1
         return
-    f = frexp(x, &ex)                   # x = f 2^ex, 0.5 <= |f| < 1
-    if f < 0.0:
-        sign = -1
-        f = -f
+    if ex == 0:
+        if a == 0:
+            return
+        ex = 1
     else:
-        sign = 1
-    a = <unsigned long long>ldexp(f, 53)    # exact: |m| < 2^53
-    e = ex - 53 + BIAS
+        a = a | (1ULL << 52)
+    e = ex - 1075 + BIAS
     b = e >> 5
     s = e & 31
     lo = (a & 0xFFFFFFFFULL) << s           # < 2^63
     low = <long long>(lo & 0xFFFFFFFFULL)
     high = <long long>((lo >> 32) + ((a >> 32) << s))     # < 2^53
-    acc[b] += sign * low
-    acc[b + 1] += sign * high
+    if bits >> 63:
+        acc[b] -= low
+        acc[b + 1] -= high
+    else:
+        acc[b] += low
+        acc[b + 1] += high
     acc[COUNT] += 1
     if acc[COUNT] >= CARRY_EVERY:
         carry(acc)

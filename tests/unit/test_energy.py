@@ -306,3 +306,26 @@ def test_oblique_bounce_mesh_as_plane():
     assert out[0]["friction"] > 0 and abs(out[0]["error"]) < 1e-5
     for k in ("kinetic", "rotational", "friction", "elastic", "balance"):
         assert out[1][k] == pytest.approx(out[0][k], rel=1e-9, abs=1e-15), k
+
+
+def test_exact_sums_are_math_fsum_in_any_order():
+    """pyx/energy.pyx against math.fsum (correctly rounded): any split and order, the
+    whole double range with subnormals, no overflow in between, NaN for inf."""
+    from pdem._kernels import energy as xk
+    rng = np.random.default_rng(1)
+    v = rng.normal(size=20000) * 10.0 ** rng.integers(-300, 300, size=20000)
+    v[:3] = (5e-324, -3e-320, 1.7e308)
+    parts = np.zeros((3, xk.width()), np.int64)
+    order = rng.permutation(len(v))
+    for i, chunk in enumerate(np.array_split(v[order], 3)):
+        xk.add_values(parts, i, np.ascontiguousarray(chunk))
+    assert xk.value(parts) == math.fsum(v)
+    one = np.zeros((1, xk.width()), np.int64)
+    xk.add_values(one, 0, v)
+    assert xk.value(one) == math.fsum(v)
+    assert xk.value([xk.from_exact(xk.exact(parts))]) == math.fsum(v)
+    big = np.zeros((1, xk.width()), np.int64)
+    xk.add_values(big, 0, np.array([1e308, 1e308, -1e308]))
+    assert xk.value(big) == 1e308
+    xk.add_values(big, 0, np.array([np.inf]))
+    assert math.isnan(xk.value(big))
