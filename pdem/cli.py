@@ -304,6 +304,7 @@ def _setup_in(args, comm, created):
         name = "results.h5" if sim.step_count == 0 else "results-from-step-%d.h5" % sim.step_count
         rf = ResultFile(os.path.join(args.out, name), sim, fields=fields, contacts=args.contacts,
                         float32_positions=args.float32,
+                        series_extra=pdem.energy.series_extra() if sim.track_energy else None,
                         joined=(os.path.join(args.out, JOINED), _segments(args.out, sim.step_count)))
     except pdem.InputError as exc:
         raise Fail(str(exc))
@@ -346,7 +347,10 @@ def run(args):
             if s % thermo == 0 or s == target:
                 rf.write_series()
                 e, n, c = sim.energy(), sim.n_particles, sim.n_contacts
-                log.thermo(n, c, e["kinetic"], sim.motions.loads(sim))
+                extra = sim.motions.loads(sim)
+                if sim.track_energy:             # the balance's relative error (docs/energy.md)
+                    extra["energy_error"] = e["error"]
+                log.thermo(n, c, e["kinetic"], extra)
                 _status(args.out, "running step %d of %d" % (s, target))
             if args.checkpoint_every and s % args.checkpoint_every == 0 and s < target:
                 sim.checkpoint(checkpoint)

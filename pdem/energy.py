@@ -11,12 +11,11 @@ on restarts. Off by default: then no kernel computes any of it.
 
 Balance (leap-frog, docs/energy.md):
   kinetic + rotational + elastic + damping + friction + rolling
-      - gravity - walls - external - prescribed  =  constant,
+      - gravity_work - walls - external - prescribed  =  constant,
 with the kinetic energy at t the time-centred m v(t-dt/2).v(t+dt/2)/2 and the works
-accumulated (gravity is a work, not a potential: periodic wrapping keeps it right).
+accumulated (gravity as a work: periodic wrapping does not disturb it; `gravity` is
+the potential -m g.x of the current, wrapped, positions, as without tracking).
 """
-import math
-
 import numpy as np
 
 from ._kernels import contacts as ck, energy as xk
@@ -24,7 +23,7 @@ from .errors import InputError
 from .materials import COL as LAW
 
 E = ck.energy_columns()
-RUNNING = ("damping", "friction", "rolling", "walls", "gravity", "external", "prescribed")
+RUNNING = ("damping", "friction", "rolling", "walls", "gravity_work", "external", "prescribed")
 STATE = ("elastic_normal", "elastic_tangential")
 SUMS = RUNNING + STATE
 ROW = {name: i for i, name in enumerate(SUMS)}
@@ -33,9 +32,9 @@ KERNEL = [(E["damping"], "damping"), (E["friction"], "friction"), (E["rolling"],
           (E["walls"], "walls"), (E["normal"], "elastic_normal"),
           (E["tangent"], "elastic_tangential")]
 KINDS = ("pair", "plane", "mesh", "segment", "point", "region")   # kinds with energy rows
-WORK_IN = ("gravity", "walls", "external", "prescribed")
+WORK_IN = ("gravity_work", "walls", "external", "prescribed")
 DISSIPATED = ("damping", "friction", "rolling")
-SERIES = ("elastic", "damping", "friction", "rolling", "gravity", "walls", "external",
+SERIES = ("elastic", "damping", "friction", "rolling", "gravity_work", "walls", "external",
           "prescribed", "balance", "error")
 
 
@@ -44,22 +43,28 @@ class EnergyTracker:
 
     def __init__(self):
         self.on = False
-        self.parts = np.zeros((len(SUMS), xk.max_parts()))
+        self.parts = np.zeros((len(SUMS), xk.width()), np.int64)
         self.rows = {}                    # kind name -> (m, E_NCOLS) energy rows of this step
         self.initial = None               # the balance at the reference step
         self.reference = None             # (step, stored energy) at the reference
         self.edits = 0                    # scene edits that moved the reference
-        self._seen = None                 # (scene step, removed, dt) at the last step
+        self._last = None                 # (particles removed, dt) at the last step
+        self._edited = False              # set_velocity since the last step
         self._rebase = True
         self._cache = None
 
     def __bool__(self):
         return self.on
 
+    def check(self, sim):
+        """Refuse what the tracker does not cover (at the start of a step after set-up
+        changes; collective inputs)."""
+        refuse(sim)
+
     def edited(self):
         """A change of the scene the step counters do not show (set_velocity)."""
-        if self.on and self._seen is not None:
-            self._seen = "edited"
+        self._cache = None
+        self._edited = True
 
     # ------------------------------------------------------------ step hooks
     def kernel_rows(self, kind):
@@ -79,15 +84,15 @@ class EnergyTracker:
         """After the forces at t, before the kick: add this step's contact terms and the
         work of gravity, external loads and prescribed velocities over the drift from
         t - dt to t (velocities v(t - dt/2) still stored)."""
-        seen = (sim._scene_step, sim.n_removed, sim.dt)
-        if seen != self._seen:
-            if self._seen not in (None, "restored"):      # an edit since the last step
-                self._rebase = True
-            self._seen = seen
+        state = (sim.n_removed, sim.dt)
+        if self._last is not None and (sim.fresh_scene or state != self._last or self._edited):
+            self._rebase = True                         # an edit since the last step
+        if self._last is None or self._rebase:
             refuse(sim)
+        self._last, self._edited = state, False
         self._cache = None
         p = self.parts
-        p[[ROW[s] for s in STATE]] = 0.0                  # elastic: the state at t
+        p[[ROW[s] for s in STATE]] = 0                    # elastic: the state at t
         dest = np.array([ROW[name] for _, name in KERNEL], np.int32)
         cols = np.array([c for c, _ in KERNEL], np.int32)
         for name in KINDS:
@@ -103,7 +108,7 @@ class EnergyTracker:
             xk.add_rows(p, dest, rows, cols, use.view(np.int8))
         st, n, dt = sim.store, sim.store.n_own, sim.dt
         v, m, g = st.vel[:n], st.mass[:n], sim.gravity
-        xk.add_values(p, ROW["gravity"], m * (v[:, 0] * g[0] + v[:, 1] * g[1] + v[:, 2] * g[2])
+        xk.add_values(p, ROW["gravity_work"], m * (v[:, 0] * g[0] + v[:, 1] * g[1] + v[:, 2] * g[2])
                       * dt)
         if sim.external:
             f, t = np.zeros((n, 3)), np.zeros((n, 3))
@@ -135,19 +140,23 @@ class EnergyTracker:
     # ------------------------------------------------------------ results
     def totals(self, sim):
         """The balance at t (collective; cached per step)."""
-        if self._cache is not None and self._cache[0] == sim.step_count:
+        key = (sim.step_count, sim.next_id, sim.n_removed, sim.dt)
+        if self._cache is not None and self._cache[0] == key:
             return dict(self._cache[1])
         st, n = sim.store, sim.store.n_own
         vm, wm = sim.scheme.energy_velocities(sim)
         v, w = st.vel[:n], st.angvel[:n]
-        local = np.zeros((2, xk.max_parts()))
+        g = np.broadcast_to(sim.gravity, (n, 3))
+        local = np.zeros((3, xk.width()), np.int64)
         xk.add_values(local, 0, 0.5 * st.mass[:n] * _dot(vm, v))
         xk.add_values(local, 1, 0.5 * st.inertia[:n] * _dot(wm, w))
+        xk.add_values(local, 2, -st.mass[:n] * _dot(st.pos[:n], g))
         every = sim.collective.allgather({"parts": np.concatenate([self.parts, local])})["parts"]
-        rows = len(SUMS) + 2
-        total = {name: math.fsum(every[i::rows].ravel()) for i, name in
-                 enumerate(SUMS + ("kinetic", "rotational"))}
+        rows = len(SUMS) + 3
+        total = {name: xk.value(every[i::rows]) for i, name in
+                 enumerate(SUMS + ("kinetic", "rotational", "gravity"))}
         out = {"kinetic": total["kinetic"], "rotational": total["rotational"],
+               "gravity": total["gravity"],
                "elastic": total["elastic_normal"] + total["elastic_tangential"]}
         out.update({k: total[k] for k in SUMS})
         stored = out["kinetic"] + out["rotational"] + out["elastic"]
@@ -157,30 +166,27 @@ class EnergyTracker:
         scale = stored + sum(abs(out[k]) for k in DISSIPATED + WORK_IN) + abs(out["initial"])
         out["error"] = (out["balance"] - out["initial"]) / scale if scale > 0 else 0.0
         out["edits"] = self.edits
-        self._cache = (sim.step_count, out)
+        self._cache = (key, out)
         return dict(out)
 
     # ------------------------------------------------------------ checkpoints
     def describe(self, sim):
-        """The state a checkpoint keeps (collective): each running sum as one exact
-        expansion (the components of all ranks folded), the reference and the edits."""
+        """The state a checkpoint keeps (collective): each running sum exactly (an
+        integer in units of 2^-BIAS, pyx/energy.pyx, as text), the reference and the edits."""
         every = sim.collective.allgather({"parts": self.parts})["parts"]
-        folded = np.zeros_like(self.parts)
-        for i in range(len(SUMS)):
-            comps = every[i::len(SUMS)].ravel()
-            xk.add_values(folded, i, np.ascontiguousarray(comps[comps != 0.0]))
-        return {"parts": [[float(x) for x in row[row != 0.0]] for row in folded],
+        exact = [xk.exact(every[i::len(SUMS)]) for i in range(len(SUMS))]
+        return {"sums": [None if x is None else str(x) for x in exact],
                 "initial": self.initial, "edits": self.edits, "rebase": self._rebase}
 
     def restore(self, state, rank):
         """A checkpoint's sums, on rank 0 (exact: the same value on any rank count)."""
-        self.parts[:] = 0.0
+        self.parts[:] = 0
         if rank == 0:
-            for i, row in enumerate(state["parts"]):
-                self.parts[i, :len(row)] = row
+            for i, x in enumerate(state["sums"]):
+                self.parts[i] = xk.from_exact(None if x is None else int(x))
         self.initial, self.edits = state["initial"], state["edits"]
         self._rebase = state["rebase"]
-        self._seen = "restored"
+        self._last = None
 
 
 def switch(sim, on):

@@ -71,7 +71,8 @@ class Simulation:
     refuse a dt above the critical one; max_overlap: stop when an overlap exceeds
     this fraction of the smaller radius; scheme: the time-stepping scheme, None or
     pdem.Explicit() (force laws, leap-frog) or pdem.NSCD(...) (non-smooth contact
-    dynamics; the skin then adds to its alert distance in the Verlet lists).
+    dynamics; the skin then adds to its alert distance in the Verlet lists);
+    track_energy: the energy balance in sim.energy() (docs/energy.md).
     """
 
     def __init__(self, domain, dt, gravity=(0.0, 0.0, 0.0), comm=None, skin=None, threads=None,

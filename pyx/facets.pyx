@@ -106,7 +106,7 @@ def closest_points(centres, facet_index, vertices, facets, int threads=1):
 from libc.math cimport INFINITY
 from libc.stdlib cimport malloc, realloc, free
 from cellgrid cimport cell_index, cell_sort, grid_size
-from contact_row cimport S_NCOLS, Load, contact_update, wall_work
+from contact_row cimport S_NCOLS, Load, contact_update, wall_work, opened
 from laws cimport E_NCOLS
 from vecmath cimport V, vadd, vscale, vcross, vneg
 
@@ -206,6 +206,7 @@ cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* fa
     cdef int pcp[MAXC]
     cdef int npc[MAXC]
     cdef signed char was[MAXC]
+    cdef signed char handed[MAXC]        # an active row whose state a new holder took
     cdef signed char act[MAXC]
     cdef signed char done[MAXC]
     cdef v3 x, dv, fn, nsum, n, x2, foot, v1, w1
@@ -222,6 +223,7 @@ cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* fa
     for k in range(m):
         f = facet[s + k]
         was[k] = active[s + k]
+        handed[k] = 0
         holder_out[s + k] = -1
         parent[k] = k
         first[k] = -1
@@ -366,6 +368,7 @@ cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* fa
                     for j in range(S_NCOLS):
                         state[s + h, j] = state[s + a, j]
                     active[s + h] = 1
+                    handed[a] = 1
                     break
         for i in range(npos):
             a = order[i]
@@ -391,6 +394,9 @@ cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* fa
             worst[1] = <double>(s + h)
     for k in range(m):                     # only holders keep a state
         if holder_out[s + k] != s + k:
+            if M.energy != NULL and was[k] and not handed[k]:     # a contact that opened
+                opened(&table[wall_material[w] * nmat + material[p], 0], R, &state[s + k, 0],
+                       M.energy + (s + k) * E_NCOLS)
             active[s + k] = 0
     return 0
 

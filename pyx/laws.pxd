@@ -139,12 +139,12 @@ cdef inline void law_energy_t(double kt, double ct, v3 u, v3 u0, v3 o0, v3 udot,
                               double fs_z, double dt, double* E) noexcept nogil:
     """E_TANGENT: k_t |s|^2 / 2 of the spring stretch s = u - u0 (local y, z) after slip.
     Sticking: E_DAMP += the dashpot's c_t |udot_t|^2 dt. Slipping (the origin moved from
-    o0): the Coulomb slider takes the whole force, and E_FRIC = the elastic energy of the
-    trial stretch u - o0 less that after the return, k_t (|u - o0|^2 - |s|^2) / 2, plus the
-    dashpot's c_t |udot_t|^2 dt (the law puts the dashpot's force into the returned spring,
-    laws.pxd law_eval): in steady slip, -F_t . udot_t dt."""
+    o0 to u0): E_FRIC = the mean of the spring forces of the last and this step, times the
+    origin's move: k_t (s_old + s) / 2 . (u0 - o0), s_old = u - udot dt - o0 (the work of
+    the trapezoidal force less the change of the spring energy: no predictor overshoot),
+    plus the dashpot's c_t |udot_t|^2 dt (the law puts the dashpot's force into the
+    returned spring, law_eval): in steady slip, -F_t . udot_t dt."""
     cdef double sy = u.y - u0.y, sz = u.z - u0.z
-    cdef double ty = u.y - o0.y, tz = u.z - o0.z
     cdef double damp = ct * (udot.y * udot.y + udot.z * udot.z) * dt
     if kt > 0.0:
         E[E_TANGENT] = 0.5 * kt * (sy * sy + sz * sz)
@@ -152,18 +152,21 @@ cdef inline void law_energy_t(double kt, double ct, v3 u, v3 u0, v3 o0, v3 udot,
             E[E_DAMP] += damp
             E[E_FRIC] = 0.0
         else:
-            E[E_FRIC] = 0.5 * kt * ((ty * ty + tz * tz) - (sy * sy + sz * sz)) + damp
+            E[E_FRIC] = 0.5 * kt * ((u.y - udot.y * dt - o0.y + sy) * (u0.y - o0.y)
+                                    + (u.z - udot.z * dt - o0.z + sz) * (u0.z - o0.z)) + damp
     else:           # no spring (Hertz at zero overlap): the force is the (capped) dashpot
         E[E_TANGENT] = 0.0
         E[E_DAMP] += -(fs_y * udot.y + fs_z * udot.z) * dt
         E[E_FRIC] = 0.0
 
 
-cdef inline void spring_energy(double k, double s, double trial, double* E) noexcept nogil:
+cdef inline void spring_energy(double k, double s, double slip, double step,
+                               double* E) noexcept nogil:
     """A rolling or twisting spring component: E_TANGENT += k s^2 / 2 at the stretch s
-    after slip; E_ROLL += k (trial^2 - s^2) / 2, the slip from the trial stretch."""
+    after slip; E_ROLL += k (s_old + s) / 2 slip, the origin's move `slip` times the mean
+    spring force, s_old = s + slip - step (step: this step's increment of phi)."""
     E[E_TANGENT] += 0.5 * k * s * s
-    E[E_ROLL] += 0.5 * k * (trial * trial - s * s)
+    E[E_ROLL] += 0.5 * k * (s + slip - step + s) * slip
 
 
 cdef inline double law_eval(const double* P, double m_eff, double r_eff,
@@ -257,8 +260,8 @@ cdef inline double law_eval(const double* P, double m_eff, double r_eff,
                 phi0[0].y = phi.y + my / k
                 phi0[0].z = phi.z + mz / k
         if E != NULL:
-            spring_energy(k, phi.y - phi0[0].y, phi.y - p0.y, E)
-            spring_energy(k, phi.z - phi0[0].z, phi.z - p0.z, E)
+            spring_energy(k, phi.y - phi0[0].y, phi0[0].y - p0.y, phidot.y * dt, E)
+            spring_energy(k, phi.z - phi0[0].z, phi0[0].z - p0.z, phidot.z * dt, E)
     if P[P_TWIST_K] > 0.0:
         k = P[P_TWIST_K] * kt * r_eff * r_eff
         mx = -k * (phi.x - phi0[0].x)
@@ -268,6 +271,6 @@ cdef inline double law_eval(const double* P, double m_eff, double r_eff,
             if k > 0.0:
                 phi0[0].x = phi.x + mx / k
         if E != NULL:
-            spring_energy(k, phi.x - phi0[0].x, phi.x - p0.x, E)
+            spring_energy(k, phi.x - phi0[0].x, phi0[0].x - p0.x, phidot.x * dt, E)
     mom[0] = V(mx, my, mz)
     return fn

@@ -39,6 +39,8 @@ class Explicit(Scheme):
 
     def check(self, sim):
         check_mesh_cohesion(sim)
+        if sim.energy_tracker:          # what the energy tracker does not cover, before any work
+            sim.energy_tracker.check(sim)
         if sim.check_timestep:
             check_timestep(sim)
 
