@@ -221,8 +221,10 @@ def add(sim, positions, template, material, orientations, velocities, angular_ve
     new["radius"][:] = bound
     new["mass"][:] = mat.density * volume
     new["inertia"][:] = mat.density * min(moments)
+    # one thread: on main this prange kernel's last bits depend on the thread count (its
+    # vectorised and scalar paths differ; set-up only, so not worth the threads)
     rigid_body.angmom_from_angvel(q, np.ascontiguousarray(new["angvel"]), new["inertia_body"],
-                                  new["angmom"], sim.threads)
+                                  new["angmom"], 1)
     sim.shapes = sim.polyhedra = True
     return sim._append(new)
 
