@@ -63,6 +63,16 @@ def test_mass_properties_fields_and_mesh(tmp_path):
         body = trimesh.Trimesh(pts, tris[owner == i], process=False)
         assert body.volume == pytest.approx(0.02 * 0.04 * 0.06, rel=1e-12)
         assert np.allclose(body.center_mass, p["position"][i], atol=1e-15)
+    # HDF5 frames: shape 4, the pose, and half the principal-frame box as semi-axes
+    import h5py
+    from pdem.io import ResultFile
+    with ResultFile(str(tmp_path / "r.h5"), sim) as rf:
+        rf.write_frame()
+    with h5py.File(tmp_path / "r.h5", "r") as f:
+        g = f["frames/000000/particles"]
+        assert list(g["shape"][...]) == [4, 4, 4]
+        assert np.allclose(np.sort(g["semi_axes"][0]), [0.01, 0.02, 0.03])
+        assert np.array_equal(g["orientation"][...], p["orientation"])
 
 
 @pytest.mark.parametrize("kwargs, message", [
