@@ -259,6 +259,15 @@ class Simulation:
         return polyhedra.add(self, positions, template, material, orientations, velocities,
                              angular_velocities)
 
+    def add_polygons(self, positions, template, material, angles=None, velocities=None,
+                     angular_velocities=None):
+        """Add convex polygons (2D, unit thickness, explicit scheme); returns their ids.
+        template: a pdem.polyhedra.Polygon (positions are centroids) or the index of a
+        polygon template; angles: the turn about z (radians). Contacts as polyhedra
+        (docs/polyhedra.md). Collective."""
+        return polyhedra.add_2d(self, positions, template, material, angles, velocities,
+                                angular_velocities)
+
     def _shapes_supported(self, what):
         """Refuse non-spheres where they are not wired yet (docs/ellipsoids.md)."""
         if self.scheme.name != "explicit":
@@ -1006,7 +1015,7 @@ class Simulation:
         self._build_pos = build_pos
         self.shapes = bool(self.collective.max(float(np.any(self.store.shape[:len(ids)] != 0))))
         self.polyhedra = bool(self.collective.max(float(np.any(
-            self.store.shape[:len(ids)] == polyhedra.SHAPE_CODE))))
+            self.store.shape[:len(ids)] >= polyhedra.SHAPE_CODE))))   # polyhedra, polygons
 
     # ---------------------------------------------------------------- results
     def particles(self, gather=False):

@@ -106,7 +106,7 @@ def ellipsoidal(sim, *particles):
     mask = shaped(sim, *particles)
     if mask is not None and sim.polyhedra:
         for p in particles:
-            mask &= sim.store.shape[p] != SHAPES["polyhedron"]
+            mask &= sim.store.shape[p] < SHAPES["polyhedron"]      # nor a polygon
     return mask
 
 

@@ -20,9 +20,9 @@ def with_polyhedron(sim, *particles):
     if not sim.polyhedra:
         return None
     shape = sim.store.shape
-    mask = shape[particles[0]] == POLY
+    mask = shape[particles[0]] >= POLY               # polyhedra and 2D polygons
     for p in particles[1:]:
-        mask |= shape[p] == POLY
+        mask |= shape[p] >= POLY
     return mask
 
 
@@ -135,7 +135,7 @@ class PolyhedronPlaneContacts(PolyRows, WallContacts):
             return None
         voff, vdata = self.vertices()
         ratio, k = pk.polyhedron_plane(b.i1, b.i2, st.pos, st.vel, st.angvel, st.orient,
-                                       st.template, st.radius, st.mass, st.material, voff,
+                                       st.shape, st.template, st.radius, st.mass, st.material, voff,
                                        vdata, pl.point, pl.normal, pl.vel, pl.material, table,
                                        nmat, sim.dt, sim.flags, b.active, b.state,
                                        self.branch, sim.threads)

@@ -46,10 +46,34 @@ def tumbler(comm, threads=1):
     return sim
 
 
-def reference(comm, steps):
+def tumbler2d(comm, threads=1):
+    """2D: random polygons, squares, ellipses and disks over a line, periodic along x."""
+    sim = pdem.Simulation(pdem.Domain((0, 0), (1.2, 0.9), periodic=(True, False), dim=2),
+                          dt=4e-4, gravity=(0, -9.81, 0), comm=comm, threads=threads,
+                          check_ids=True)
+    m = sim.material("m", density=1000.0, kn=1e6, friction=0.4, restitution=0.4)
+    sim.add_plane((0, 0, 0), (0, 1, 0), m)
+    rng = np.random.default_rng(8)
+    x, y = np.meshgrid(np.arange(0.075, 1.2, 0.15), np.arange(0.07, 0.85, 0.15), indexing="ij")
+    pos = np.column_stack([x.ravel(), y.ravel()]) + rng.uniform(-0.01, 0.01, (x.size, 2))
+    vel = rng.normal(0, 0.6, pos.shape)
+    kind = rng.integers(0, 4, len(pos))
+    for k, shape in ((0, P.random_polygon(7, seed=2, axes=(0.06, 0.04))),
+                     (1, P.regular_polygon(4, 0.05))):
+        s = kind == k
+        sim.add_polygons(pos[s], shape, m, angles=rng.uniform(0, 6, int(s.sum())),
+                         velocities=vel[s], angular_velocities=rng.normal(0, 5, int(s.sum())))
+    s = kind == 2
+    sim.add_ellipses(pos[s], [0.055, 0.03], m, velocities=vel[s])
+    s = kind == 3
+    sim.add_spheres(pos[s], rng.uniform(0.03, 0.05, int(s.sum())), m, velocities=vel[s])
+    return sim
+
+
+def reference(comm, steps, scene=tumbler):
     ref = None
     if comm.rank == 0:
-        sim = tumbler(MPI.COMM_SELF)
+        sim = scene(MPI.COMM_SELF)
         sim.run(steps=steps)
         ref = state(sim)
     return comm.bcast(ref, root=0)
@@ -72,6 +96,17 @@ def test_polyhedra_same_bits_on_any_rank_and_thread_count(threads):
     assert comm.size == 1 or migrated > 0
     if comm.size > 1 or threads > 1:
         assert_same_state(got, reference(comm, STEPS))
+
+
+@pytest.mark.mpi(min_size=1)
+def test_polygons_2d_same_bits_on_any_rank_and_thread_count():
+    comm = MPI.COMM_WORLD
+    sim = tumbler2d(comm, 2)
+    sim.run(steps=2 * STEPS)
+    got = state(sim)
+    assert {"phpair", "phplane"} <= set(got[1]["kind"])
+    assert np.all(sim.store.angmom[:sim.store.n_own, :2] == 0.0)
+    assert_same_state(got, reference(comm, 2 * STEPS, tumbler2d))
 
 
 @pytest.mark.mpi(min_size=1)
