@@ -305,7 +305,7 @@ def add(sim, positions, template, material, orientations, velocities, angular_ve
 
 def add_2d(sim, positions, template, material, angles, velocities, angular_velocities):
     """Simulation.add_polygons (docs/polyhedra.md): as add_ellipses, with a template."""
-    from . import validate
+    from . import shapes, validate
     from ._kernels import rigid_body
     from .particles import DOF_BITS
     if isinstance(template, (Polyhedron, Polygon)):
@@ -318,12 +318,7 @@ def add_2d(sim, positions, template, material, angles, velocities, angular_veloc
     sim._shapes_supported("add_polygons")
     pos = validate.vectors("positions", positions, 3, also=2)
     n = len(pos)
-    theta = np.zeros(n) if angles is None else np.asarray(angles, dtype=float).reshape(-1)
-    if theta.size == 1:
-        theta = np.full(n, float(theta[0]))
-    if theta.shape != (n,) or not np.all(np.isfinite(theta)):
-        raise InputError("angles must be one finite number or %d (one per polygon), got %r"
-                         % (n, angles))
+    theta = shapes.angles(angles, n, "polygon")
     k = template_index(sim, template, POLYGON_CODE)
     area, *moments, bound = sim.templates.props[k]
     sim._check_size("bounding radius", np.full(n, bound))

@@ -233,12 +233,7 @@ class Simulation:
         n = len(pos)
         axes = shapes.semi_axes(semi_axes, n, width=2)
         self._check_size("semi_axes", axes.max(axis=1))
-        theta = np.zeros(n) if angles is None else np.asarray(angles, dtype=float).reshape(-1)
-        if theta.size == 1:
-            theta = np.full(n, float(theta[0]))
-        if theta.shape != (n,) or not np.all(np.isfinite(theta)):
-            raise InputError("angles must be one finite number or %d (one per ellipse), got "
-                             "%r" % (n, angles))
+        theta = shapes.angles(angles, n, "ellipse")
         new, mat = self._new_particles("add_ellipses", pos, material, velocities,
                                        angular_velocities)
         new["blocked"][:] = DOF_BITS["z"] | DOF_BITS["rx"] | DOF_BITS["ry"]
