@@ -109,6 +109,14 @@ class Polyhedron:
 
 
 # ---------------------------------------------------------------- generators
+def from_file(path):
+    """The convex hull of the vertices of a .stl, .obj or .msh file (a convex shape
+    exported from CAD; a non-convex one becomes its hull)."""
+    from .contact.mesh_files import read_mesh_file
+    vertices, _ = read_mesh_file(path)
+    return Polyhedron(vertices, name="vertices of %r" % (str(path),))
+
+
 def box(a, b, c):
     """A box of edge lengths a, b, c."""
     s = np.array([[i, j, k] for i in (-1, 1) for j in (-1, 1) for k in (-1, 1)], float)

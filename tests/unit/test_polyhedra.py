@@ -76,6 +76,18 @@ def test_interior_points_are_dropped_and_rocks_are_reproducible():
         len(r1.vertices)
 
 
+def test_from_an_stl_file(tmp_path):
+    from pdem.contact.mesh_files import write_stl
+    r = P.rock(18, seed=4, axes=(1.0, 0.6, 0.5))
+    path = str(tmp_path / "rock.stl")
+    write_stl(path, r.vertices, r.triangles, binary=False)   # ASCII: exact round trip
+    p = P.from_file(path)
+    assert p.volume == pytest.approx(r.volume, rel=1e-13)
+    assert np.allclose(p.moments, r.moments, rtol=1e-12)
+    with pytest.raises(pdem.InputError, match="no such file"):
+        P.from_file(str(tmp_path / "none.stl"))
+
+
 def test_template_registration():
     t = ShapeTemplates()
     cube = P.cube(1.0)
