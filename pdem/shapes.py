@@ -107,7 +107,7 @@ def renew(sim, idx, density=None):
         return
     if density is not None:
         m, moments = ellipsoid_mass(st.semi_axes[idx], density)
-        poly = st.shape[idx] == SHAPES["polyhedron"]      # from their template
+        poly = st.shape[idx] >= SHAPES["polyhedron"]      # polyhedra, polygons: template
         props = sim.templates.props[st.template[idx[poly]]] if poly.any() else None
         if props is not None:
             m[poly], moments[poly] = density * props[:, 0], density * props[:, 1:4]

@@ -249,7 +249,7 @@ class Simulation:
         a pdem.polyhedra.Polyhedron (its principal frame is the body frame; positions are
         centroids) or the index of a polyhedron template; orientations (n, 4) unit
         quaternions, body to world. Contacts with polyhedra, spheres and ellipsoids by
-        GJK + EPA, with planes by the deepest vertex, the Minkowski-overlap ECC law
+        GJK + EPA, with planes by the vertices below them, the Minkowski-overlap ECC law
         (docs/polyhedra.md). Collective: every rank passes the same arguments."""
         return polyhedra.add(self, positions, template, material, orientations, velocities,
                              angular_velocities)

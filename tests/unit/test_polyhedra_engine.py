@@ -48,6 +48,10 @@ def test_mass_properties_fields_and_mesh(tmp_path):
     assert np.allclose(p["inertia"], I, rtol=1e-12)
     assert np.allclose(p["radius"], 0.5 * np.sqrt(0.02 ** 2 + 0.04 ** 2 + 0.06 ** 2))
     assert np.allclose(p["angular_velocity"][0], [1, 2, 3])
+    heavy = sim.material("heavy", density=3000.0, kn=1e4)
+    sim.set_material([2], heavy)                     # mass and moments from the template
+    q = sim.particles()
+    assert q["mass"][2] == pytest.approx(1.5 * mass) and np.allclose(q["inertia"][2], 1.5 * I)
     pts, tris, owner = P.world_mesh(sim)
     assert pts.shape == (24, 3) and tris.shape == (36, 3) and owner.tolist() == [0] * 12 + \
         [1] * 12 + [2] * 12
