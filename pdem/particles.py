@@ -37,7 +37,7 @@ FIELDS = {
     "template": (np.int32, 0),
 }
 
-SHAPES = {"sphere": 0, "ellipsoid": 1, "ellipse": 2, "clump": 3, "polyhedron": 4}   # polygon 5: reserved
+SHAPES = {"sphere": 0, "ellipsoid": 1, "ellipse": 2, "clump": 3, "polyhedron": 4, "polygon": 5}
 
 # blocked-DOF bits (pyx/integrate.pyx)
 DOF_BITS = {"x": 1, "y": 2, "z": 4, "rx": 8, "ry": 16, "rz": 32}

@@ -109,6 +109,14 @@ class Polyhedron:
 
 
 # ---------------------------------------------------------------- generators
+def from_file(path):
+    """The convex hull of the vertices of a .stl, .obj or .msh file (a convex shape
+    exported from CAD; a non-convex one becomes its hull)."""
+    from .contact.mesh_files import read_mesh_file
+    vertices, _ = read_mesh_file(path)
+    return Polyhedron(vertices, name="vertices of %r" % (str(path),))
+
+
 def box(a, b, c):
     """A box of edge lengths a, b, c."""
     s = np.array([[i, j, k] for i in (-1, 1) for j in (-1, 1) for k in (-1, 1)], float)
@@ -174,20 +182,94 @@ def rock(n_vertices=20, seed=0, axes=(1.0, 1.0, 1.0), roughness=0.2):
     return Polyhedron(d * np.asarray(axes, float))
 
 
+# ---------------------------------------------------------------- 2D polygons
+POLYGON_CODE = 5                  # pdem.particles.SHAPES["polygon"]
+
+
+class Polygon:
+    """A convex polygon of the xy plane (2D runs, unit thickness), centred on its
+    centroid (its axes as given: only the turn about z acts). Attributes: vertices2d
+    (m, 2) counter-clockwise, area, moments (Ixx, Iyy, Izz) per unit density and
+    thickness, bound (largest vertex distance), centroid. For the contact geometry it is
+    the prism of its vertices at z = +-2 bound (tables "vertices", "triangles"): taller
+    than any in-plane overlap of two bodies within their bounding circles (at most r1 +
+    r2 < 2 (r1 + r2), the depth along z), so GJK/EPA of gjk.pxd always finds the
+    in-plane penetration, and disks (points with a margin) and ellipses (flat
+    ellipsoids) pair with it unchanged."""
+
+    def __init__(self, vertices, name="vertices"):
+        from scipy.spatial import ConvexHull, QhullError
+        p = np.asarray(vertices, dtype=float)
+        if p.ndim != 2 or p.shape[1] != 2 or len(p) < 3 or not np.all(np.isfinite(p)):
+            raise InputError("%s must be (n >= 3, 2) finite points, got shape %s"
+                             % (name, p.shape))
+        try:
+            h = ConvexHull(p)
+        except QhullError:
+            raise InputError("%s: the points span no area (collinear); a convex polygon "
+                             "needs 3 points not on one line" % name) from None
+        v = p[h.vertices]                                  # counter-clockwise
+        x, y = v[:, 0], v[:, 1]
+        xn, yn = np.roll(x, -1), np.roll(y, -1)
+        cross = x * yn - xn * y                            # shoelace
+        area = cross.sum() / 2.0
+        c = np.array([((x + xn) * cross).sum(), ((y + yn) * cross).sum()]) / (6.0 * area)
+        v = v - c
+        x, y = v[:, 0], v[:, 1]
+        xn, yn = np.roll(x, -1), np.roll(y, -1)
+        cross = x * yn - xn * y
+        ixx = ((y * y + y * yn + yn * yn) * cross).sum() / 12.0     # int y^2 dA
+        iyy = ((x * x + x * xn + xn * xn) * cross).sum() / 12.0     # int x^2 dA
+        self.vertices2d = v
+        self.area = float(area)
+        self.moments = np.array([ixx, iyy, ixx + iyy])
+        self.bound = float(np.sqrt((v ** 2).sum(axis=1).max()))
+        self.centroid = c
+        H = 2.0 * self.bound
+        prism = np.vstack([np.column_stack([v, np.full(len(v), -H)]),
+                           np.column_stack([v, np.full(len(v), H)])])
+        self.vertices, self.triangles = hull(prism)
+
+    def register(self, templates):
+        return templates.add(POLYGON_CODE, {"vertices": self.vertices,
+                                            "triangles": self.triangles.astype(float)},
+                             self.area, self.moments, self.bound)
+
+
+def regular_polygon(n, circumradius=1.0, angle=0.0):
+    """The regular n-gon with the given circumradius, a vertex at `angle`."""
+    t = angle + 2 * np.pi * np.arange(n) / n
+    return Polygon(circumradius * np.column_stack([np.cos(t), np.sin(t)]))
+
+
+def random_polygon(n_vertices=8, seed=0, axes=(1.0, 1.0), roughness=0.2):
+    """A random convex polygon: the hull of points on the ellipse of semi-axes `axes`
+    pushed inwards by a factor in [1 - roughness, 1] (seeded)."""
+    rng = np.random.default_rng(seed)
+    t = np.sort(rng.uniform(0, 2 * np.pi, int(n_vertices)))
+    r = 1.0 - roughness * rng.random(len(t))
+    return Polygon(np.column_stack([np.cos(t), np.sin(t)]) * r[:, None] * np.asarray(axes))
+
+
 # ---------------------------------------------------------------- in a simulation
-def template_index(sim, template):
-    """The template index of `template` (a Polyhedron, registered in sim.templates on
-    first use, or the index of a polyhedron template)."""
-    if isinstance(template, Polyhedron):
+def template_index(sim, template, code=SHAPE_CODE):
+    """The template index of `template` (a Polyhedron or Polygon, registered in
+    sim.templates on first use, or the index of a template of shape `code`)."""
+    what = "Polyhedron" if code == SHAPE_CODE else "Polygon"
+    if isinstance(template, (Polyhedron, Polygon)) and \
+            isinstance(template, Polygon) != (code == POLYGON_CODE):
+        raise InputError("template must be a pdem.polyhedra.%s here, got a %s"
+                         % (what, type(template).__name__))
+    if isinstance(template, (Polyhedron, Polygon)):
         known = sim.__dict__.setdefault("_polyhedron_templates", {})
         if id(template) not in known:
             known[id(template)] = (template, template.register(sim.templates))
         return known[id(template)][1]
     k = int(template) if np.isscalar(template) and float(template) == int(template) else -1
-    if not (0 <= k < len(sim.templates) and sim.templates.shapes[k] == SHAPE_CODE):
-        raise InputError("template must be a pdem.polyhedra.Polyhedron or the index of a "
-                         "polyhedron template (0..%d), got %r" % (len(sim.templates) - 1,
-                                                                  template))
+    if not (0 <= k < len(sim.templates) and sim.templates.shapes[k] == code):
+        raise InputError("template must be a pdem.polyhedra.%s or the index of a %s "
+                         "template (0..%d), got %r" % (what, what.lower(),
+                                                       len(sim.templates) - 1, template))
     return k
 
 
@@ -195,7 +277,7 @@ def add(sim, positions, template, material, orientations, velocities, angular_ve
     """Simulation.add_polyhedra (docs/polyhedra.md)."""
     from . import shapes, validate
     from ._kernels import rigid_body
-    if isinstance(template, Polyhedron):
+    if isinstance(template, (Polyhedron, Polygon)):
         sim.collective.same("add_polyhedra", vertices=template.vertices)
     sim.collective.same("add_polyhedra", positions=positions, material=material,
                         orientations=orientations, velocities=velocities,
@@ -221,18 +303,59 @@ def add(sim, positions, template, material, orientations, velocities, angular_ve
     new["radius"][:] = bound
     new["mass"][:] = mat.density * volume
     new["inertia"][:] = mat.density * min(moments)
+    # one thread: on main this prange kernel's last bits depend on the thread count (its
+    # vectorised and scalar paths differ; set-up only, so not worth the threads)
     rigid_body.angmom_from_angvel(q, np.ascontiguousarray(new["angvel"]), new["inertia_body"],
-                                  new["angmom"], sim.threads)
+                                  new["angmom"], 1)
+    sim.shapes = sim.polyhedra = True
+    return sim._append(new)
+
+
+def add_2d(sim, positions, template, material, angles, velocities, angular_velocities):
+    """Simulation.add_polygons (docs/polyhedra.md): as add_ellipses, with a template."""
+    from . import shapes, validate
+    from ._kernels import rigid_body
+    from .particles import DOF_BITS
+    if isinstance(template, (Polyhedron, Polygon)):
+        sim.collective.same("add_polygons", vertices=template.vertices)
+    sim.collective.same("add_polygons", positions=positions, material=material, angles=angles,
+                        velocities=velocities, angular_velocities=angular_velocities)
+    if sim.domain.dim != 2:
+        raise InputError("add_polygons: polygons need a 2D domain, got dim=%d (in 3D: "
+                         "add_polyhedra)" % sim.domain.dim)
+    sim._shapes_supported("add_polygons")
+    pos = validate.vectors("positions", positions, 3, also=2)
+    n = len(pos)
+    theta = shapes.angles(angles, n, "polygon")
+    k = template_index(sim, template, POLYGON_CODE)
+    area, *moments, bound = sim.templates.props[k]
+    sim._check_size("bounding radius", np.full(n, bound))
+    new, mat = sim._new_particles("add_polygons", pos, material, velocities,
+                                  angular_velocities)
+    new["blocked"][:] = DOF_BITS["z"] | DOF_BITS["rx"] | DOF_BITS["ry"]
+    new["vel"][:, 2] = 0.0
+    new["angvel"][:, :2] = 0.0
+    verts = sim.templates.rows("vertices", k)
+    new["shape"][:] = POLYGON_CODE
+    new["template"][:] = k
+    new["semi_axes"][:, :2] = 0.5 * (verts.max(axis=0) - verts.min(axis=0))[:2]
+    new["inertia_body"][:] = mat.density * np.asarray(moments)
+    new["orient"][:] = np.column_stack([np.cos(theta / 2), np.zeros((n, 2)), np.sin(theta / 2)])
+    new["radius"][:] = bound
+    new["mass"][:] = mat.density * area
+    new["inertia"][:] = mat.density * moments[2]
+    rigid_body.angmom_from_angvel(new["orient"], np.ascontiguousarray(new["angvel"]),
+                                  new["inertia_body"], new["angmom"], 1)
     sim.shapes = sim.polyhedra = True
     return sim._append(new)
 
 
 def world_mesh(sim, gather=False):
     """(points (n, 3), triangles (t, 3), particle id per triangle) of the owned
-    polyhedra in their current pose, in id order (gather=True: all of them, on every
+    polyhedra (and 2D polygons: their contact prisms) in their current pose, in id order (gather=True: all of them, on every
     rank; collective): for output meshes (write_vtk, docs/polyhedra.md)."""
     p = sim.particles(gather=gather)
-    sel = np.flatnonzero(p["shape"] == SHAPE_CODE)
+    sel = np.flatnonzero((p["shape"] == SHAPE_CODE) | (p["shape"] == POLYGON_CODE))
     w, x, y, z = p["orientation"][sel].T
     R = np.stack([np.column_stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)]),
                   np.column_stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)]),

@@ -58,6 +58,17 @@ def orientations(value, n):
     return np.ascontiguousarray(q / norm[:, None])
 
 
+def angles(value, n, what):
+    """(n,) finite turns about z (2D bodies); None: zeros; one number: for all."""
+    theta = np.zeros(n) if value is None else np.asarray(value, dtype=float).reshape(-1)
+    if theta.size == 1:
+        theta = np.full(n, float(theta[0]))
+    if theta.shape != (n,) or not np.all(np.isfinite(theta)):
+        raise InputError("angles must be one finite number or %d (one per %s), got %r"
+                         % (n, what, value))
+    return theta
+
+
 def fill_ellipsoids(new, axes, q, density, threads):
     """The shape fields of new ellipsoids (fields dict of pdem.particles), angular
     velocities given in new["angvel"]: L = R I R^T omega."""
@@ -99,7 +110,7 @@ def renew(sim, idx, density=None):
         return
     if density is not None:
         m, moments = ellipsoid_mass(st.semi_axes[idx], density)
-        poly = st.shape[idx] == SHAPES["polyhedron"]      # from their template
+        poly = st.shape[idx] >= SHAPES["polyhedron"]      # polyhedra, polygons: template
         props = sim.templates.props[st.template[idx[poly]]] if poly.any() else None
         if props is not None:
             m[poly], moments[poly] = density * props[:, 0], density * props[:, 1:4]

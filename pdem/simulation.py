@@ -237,12 +237,7 @@ class Simulation:
         n = len(pos)
         axes = shapes.semi_axes(semi_axes, n, width=2)
         self._check_size("semi_axes", axes.max(axis=1))
-        theta = np.zeros(n) if angles is None else np.asarray(angles, dtype=float).reshape(-1)
-        if theta.size == 1:
-            theta = np.full(n, float(theta[0]))
-        if theta.shape != (n,) or not np.all(np.isfinite(theta)):
-            raise InputError("angles must be one finite number or %d (one per ellipse), got "
-                             "%r" % (n, angles))
+        theta = shapes.angles(angles, n, "ellipse")
         new, mat = self._new_particles("add_ellipses", pos, material, velocities,
                                        angular_velocities)
         new["blocked"][:] = DOF_BITS["z"] | DOF_BITS["rx"] | DOF_BITS["ry"]
@@ -277,10 +272,19 @@ class Simulation:
         a pdem.polyhedra.Polyhedron (its principal frame is the body frame; positions are
         centroids) or the index of a polyhedron template; orientations (n, 4) unit
         quaternions, body to world. Contacts with polyhedra, spheres and ellipsoids by
-        GJK + EPA, with planes by the deepest vertex, the Minkowski-overlap ECC law
+        GJK + EPA, with planes by the vertices below them, the Minkowski-overlap ECC law
         (docs/polyhedra.md). Collective: every rank passes the same arguments."""
         return polyhedra.add(self, positions, template, material, orientations, velocities,
                              angular_velocities)
+
+    def add_polygons(self, positions, template, material, angles=None, velocities=None,
+                     angular_velocities=None):
+        """Add convex polygons (2D, unit thickness, explicit scheme); returns their ids.
+        template: a pdem.polyhedra.Polygon (positions are centroids) or the index of a
+        polygon template; angles: the turn about z (radians). Contacts as polyhedra
+        (docs/polyhedra.md). Collective."""
+        return polyhedra.add_2d(self, positions, template, material, angles, velocities,
+                                angular_velocities)
 
     def _shapes_supported(self, what):
         """Refuse non-spheres where they are not wired yet (docs/ellipsoids.md)."""
@@ -1033,7 +1037,7 @@ class Simulation:
         self._build_pos = build_pos
         self.shapes = bool(self.collective.max(float(np.any(self.store.shape[:len(ids)] != 0))))
         self.polyhedra = bool(self.collective.max(float(np.any(
-            self.store.shape[:len(ids)] == polyhedra.SHAPE_CODE))))
+            self.store.shape[:len(ids)] >= polyhedra.SHAPE_CODE))))   # polyhedra, polygons
 
     # ---------------------------------------------------------------- results
     def particles(self, gather=False):

@@ -27,7 +27,8 @@ the smaller bounding radius.
 cimport cython
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY, fabs
-from vecmath cimport v3, V, vld, vst, vadd, vsub, vscale, vdot, mdot, mtdot, q2m, quat, m33
+from vecmath cimport v3, V, vld, vst, vadd, vsub, vscale, vdot, vunit, mdot, mtdot, q2m, quat, \
+    m33
 from contact_row cimport Load, contact_update, S_NCOLS, S_T
 from laws cimport P_NCOLS
 from gjk cimport Convex, MinkResult, cv_point, cv_poly, cv_ellipsoid, mk_query, MK_OVERLAP, \
@@ -36,6 +37,7 @@ import numpy as np
 
 DEF SHAPE_ELLIPSOID = 1
 DEF SHAPE_POLYHEDRON = 4
+DEF SHAPE_POLYGON = 5
 
 
 cdef inline Convex _body(int p, v3 o, const signed char[::1] shape, const int[::1] template,
@@ -43,7 +45,7 @@ cdef inline Convex _body(int p, v3 o, const signed char[::1] shape, const int[::
                          const double[::1] radius, const long[::1] voff,
                          const double[:, ::1] vdata) noexcept nogil:
     cdef int t
-    if shape[p] == SHAPE_POLYHEDRON:
+    if shape[p] >= SHAPE_POLYHEDRON:                # polyhedra, 2D polygons (prisms)
         t = template[p]
         return cv_poly(o, &orient[p, 0], &vdata[voff[t], 0], <int>(voff[t + 1] - voff[t]),
                        radius[p])
@@ -95,6 +97,11 @@ cdef double _pair_one(Py_ssize_t k, int a, int b, const double[:, ::1] pos,
         active[k] = 0
         return -1.0
     c = vscale(vadd(res.pa, res.pb), 0.5)
+    if shape[a] == SHAPE_POLYGON or shape[b] == SHAPE_POLYGON:
+        # 2D: the prisms' witnesses lie anywhere along z, and a side face of D may tilt
+        # its normal by round-off: back into the plane, so torques stay along z
+        c.z = 0.0
+        res.n = vunit(V(res.n.x, res.n.y, 0.0))
     m1 = mass[a]
     m2 = mass[b]
     L = contact_update(c, res.n, res.gap, x2, vld(&vel[a, 0]), vld(&vel[b, 0]),
@@ -163,7 +170,8 @@ def polyhedron_pairs(const int[::1] i1, const int[::1] i2, const double[:, ::1] 
 @cython.wraparound(False)
 cdef double _plane_one(Py_ssize_t k, int p, int w, const double[:, ::1] pos,
                        const double[:, ::1] vel, const double[:, ::1] angvel,
-                       const double[:, ::1] orient, const int[::1] template,
+                       const double[:, ::1] orient, const signed char[::1] shape,
+                       const int[::1] template,
                        const double[::1] radius, const double[::1] mass,
                        const int[::1] material, const long[::1] voff,
                        const double[:, ::1] vdata, const double[:, ::1] plane_point,
@@ -210,6 +218,9 @@ cdef double _plane_one(Py_ssize_t k, int p, int w, const double[:, ::1] pos,
     sb = mtdot(M, vscale(sb, 1.0 / dsum))    # the weighted centroid, world offset
     x2 = vscale(mm, d)                       # the centre relative to the foot point
     c = vadd(x2, vsub(sb, vscale(mm, vdot(sb, mm) + d + 0.5 * d2sum / dsum)))
+    if shape[p] == SHAPE_POLYGON:            # a 2D polygon's prism: each corner twice,
+        dsum *= 0.5                          # and c in the plane (the +-z sums round)
+        c.z = 0.0
     L = contact_update(c, mm, -dsum, x2, vld(&plane_vel[w, 0]), vld(&vel[p, 0]),
                        V(0.0, 0.0, 0.0), vld(&angvel[p, 0]), 0.0, radius[p], mass[p],
                        radius[p], &pair_table[plane_material[w] * nmat + material[p], 0], dt,
@@ -223,7 +234,8 @@ cdef double _plane_one(Py_ssize_t k, int p, int w, const double[:, ::1] pos,
 @cython.wraparound(False)
 def polyhedron_plane(const int[::1] particle, const int[::1] plane, const double[:, ::1] pos,
                      const double[:, ::1] vel, const double[:, ::1] angvel,
-                     const double[:, ::1] orient, const int[::1] template,
+                     const double[:, ::1] orient, const signed char[::1] shape,
+                     const int[::1] template,
                      const double[::1] radius, const double[::1] mass,
                      const int[::1] material, const long[::1] voff,
                      const double[:, ::1] vdata, const double[:, ::1] plane_point,
@@ -240,7 +252,7 @@ def polyhedron_plane(const int[::1] particle, const int[::1] plane, const double
         return 0.0, -1
     worst[:, 1] = -1
     for k in prange(m, nogil=True, schedule='static', num_threads=nt):
-        ratio = _plane_one(k, particle[k], plane[k], pos, vel, angvel, orient, template,
+        ratio = _plane_one(k, particle[k], plane[k], pos, vel, angvel, orient, shape, template,
                            radius, mass, material, voff, vdata, plane_point, plane_normal,
                            plane_vel, plane_material, pair_table, n_materials, dt, flags,
                            active, state, branch)

@@ -107,8 +107,8 @@ def ellipsoidal(sim, *particles):
     own kinds: clump_kinds.py, polyhedron_kinds.py)."""
     mask = shaped(sim, *particles)
     if mask is not None:
-        mask &= ~shaped(sim, *particles, code=SHAPES["clump"])
-        mask &= ~shaped(sim, *particles, code=SHAPES["polyhedron"])
+        for p in particles:
+            mask &= sim.store.shape[p] <= SHAPES["ellipse"]   # no clump, polyhedron, polygon
     return mask
 
 
@@ -606,13 +606,18 @@ class EllipsoidPairs(ShapeRows, TwoBodyRows):
         self._sized()
         self.stats = np.zeros(3)        # contact solves, their iterations, the most
 
+    def rows_mask(self, *particles):
+        """The candidates (local indices, one array per slot) this kind takes; None:
+        none (polyhedron_kinds overrides it)."""
+        return ellipsoidal(self.sim, *particles)
+
     def build(self, b):
         sim = self.sim
-        if not sim.shapes:
+        i1, i2, key = pair_candidates(sim, b) if sim.shapes else (None,) * 3
+        mask = self.rows_mask(i1, i2) if sim.shapes else None
+        if mask is None:
             self.take(ContactBatch(), b)
         else:
-            i1, i2, key = pair_candidates(sim, b)
-            mask = ellipsoidal(sim, i1, i2)
             rows = ContactBatch(i1[mask], i2[mask], key[mask])
             rows.carry_from(self.batch)
             self.take(rows, b)
@@ -661,15 +666,18 @@ class EllipsoidPlaneContacts(ShapeRows, WallContacts):
         super().__init__(sim)
         self._sized()
 
+    rows_mask = EllipsoidPairs.rows_mask
+
     def build(self, b):
         sim = self.sim
         st, pl = sim.store, sim.planes
-        if not sim.shapes:
-            self.batch = ContactBatch()
-        else:
+        if sim.shapes:
             wp, ww = cells.build_plane_pairs(st.pos, st.radius, b.n_own, pl.point, pl.normal,
                                              b.skin)
-            mask = ellipsoidal(sim, wp)
+            mask = self.rows_mask(wp)
+        if not sim.shapes or mask is None:
+            self.batch = ContactBatch()
+        else:
             wp, ww = wp[mask], ww[mask]
             rows = ContactBatch(wp, ww, keys.make(st.id[wp], ww))
             rows.carry_from(self.batch)

@@ -1,28 +1,26 @@
 """Interaction kinds of convex polyhedra (issue 17, docs/polyhedra.md): pairs with a
 polyhedron (GJK + EPA, the Minkowski-overlap ECC law of seed 002) and polyhedron-plane
-contacts (pyx/polyhedron_contacts.pyx). Rows, warm start, branch vectors and force sums
-as the ellipsoid kinds (kinds.ShapeRows, ellipsoid_contacts.add_forces)."""
+contacts (pyx/polyhedron_contacts.pyx). Rows, candidates, warm start, branch vectors,
+force sums and public rows are the ellipsoid kinds' (subclasses with their own mask and
+kernel)."""
 import numpy as np
 
-from .._kernels import cells, ellipsoid_contacts as ek, polyhedron_contacts as pk
+from .._kernels import polyhedron_contacts as pk
 from ..particles import SHAPES
-from . import keys
-from .kinds import ShapeRows, TwoBodyRows, WallContacts, overlap_message, pair_candidates, \
-    register
-from .store import ContactBatch
+from .kinds import EllipsoidPairs, EllipsoidPlaneContacts, overlap_message, register
 
 POLY = SHAPES["polyhedron"]
 
 
 def with_polyhedron(sim, *particles):
     """Mask of the rows whose particles (local indices, one array per slot) include a
-    polyhedron; None when the simulation has none."""
+    polyhedron or polygon; None when the simulation has none."""
     if not sim.polyhedra:
         return None
     shape = sim.store.shape
-    mask = shape[particles[0]] == POLY
+    mask = shape[particles[0]] >= POLY               # polyhedra and 2D polygons
     for p in particles[1:]:
-        mask |= shape[p] == POLY
+        mask |= shape[p] >= POLY
     return mask
 
 
@@ -36,36 +34,23 @@ def gjk_failure(sim, kind, k, id1, id2):
                                                    bool(kind.batch.active[k]), kind.max_iter))
 
 
-class PolyRows(ShapeRows):
+class PolyRows:
     tol = 1e-12                     # GJK distance and EPA depth, relative to the sizes
     max_iter = 100
+
+    def rows_mask(self, *particles):
+        return with_polyhedron(self.sim, *particles)
 
     def vertices(self):
         return self.sim.templates.table("vertices")
 
 
 @register
-class PolyhedronPairs(PolyRows, TwoBodyRows):
-    """Pairs of the Verlet list with at least one polyhedron (the other a polyhedron, a
-    sphere or an ellipsoid)."""
+class PolyhedronPairs(PolyRows, EllipsoidPairs):
+    """Pairs of the Verlet list with at least one polyhedron or polygon (the other a
+    polyhedron, a sphere or an ellipsoid); rows, build, force sums and public rows are
+    EllipsoidPairs'."""
     name = "phpair"
-
-    def __init__(self, sim):
-        super().__init__(sim)
-        self._sized()
-        self.stats = np.zeros(3)        # contact queries, their GJK + EPA iterations, the most
-
-    def build(self, b):
-        sim = self.sim
-        if not sim.polyhedra:
-            self.take(ContactBatch(), b)
-        else:
-            i1, i2, key = pair_candidates(sim, b)
-            mask = with_polyhedron(sim, i1, i2)
-            rows = ContactBatch(i1[mask], i2[mask], key[mask])
-            rows.carry_from(self.batch)
-            self.take(rows, b)
-        self._sized()
 
     def compute(self, table, nmat, f, t):
         sim, b = self.sim, self.batch
@@ -87,46 +72,12 @@ class PolyhedronPairs(PolyRows, TwoBodyRows):
             return overlap_message(sim, ratio, "particles %d and %d" % (min(i, j), max(i, j)))
         return None
 
-    def add_forces(self, f, t, flags, threads):
-        b = self.batch
-        if len(b):
-            ek.add_forces(self.owner1, self.owner2, b.active, b.state, self.branch, f, t)
-
-    def public(self):
-        b, st = self.batch, self.sim.store
-        a = np.flatnonzero(b.active)
-        a = a[self.owner1[a] >= 0]
-        p, q = b.i1[a], b.i2[a]
-        return self._public_shape(a, st.id[p], st.id[q], np.full(len(a), -1),
-                                  st.pos[p] + self.branch[a, :3])
-
 
 @register
-class PolyhedronPlaneContacts(PolyRows, WallContacts):
-    """Polyhedra within the skin of an infinite plane: the deepest vertex."""
+class PolyhedronPlaneContacts(PolyRows, EllipsoidPlaneContacts):
+    """Polyhedra and polygons within the skin of an infinite plane: the vertices below
+    it (pyx/polyhedron_contacts.pyx)."""
     name = "phplane"
-
-    def __init__(self, sim):
-        super().__init__(sim)
-        self._sized()
-
-    def build(self, b):
-        sim = self.sim
-        st, pl = sim.store, sim.planes
-        if not sim.polyhedra:
-            self.batch = ContactBatch()
-        else:
-            wp, ww = cells.build_plane_pairs(st.pos, st.radius, b.n_own, pl.point, pl.normal,
-                                             b.skin)
-            mask = with_polyhedron(sim, wp)
-            wp, ww = wp[mask], ww[mask]
-            rows = ContactBatch(wp, ww, keys.make(st.id[wp], ww))
-            rows.carry_from(self.batch)
-            self.batch = rows
-        self._sized()
-
-    def n_elements(self):
-        return len(self.sim.planes)
 
     def compute(self, table, nmat, f, t):
         sim, b = self.sim, self.batch
@@ -135,23 +86,11 @@ class PolyhedronPlaneContacts(PolyRows, WallContacts):
             return None
         voff, vdata = self.vertices()
         ratio, k = pk.polyhedron_plane(b.i1, b.i2, st.pos, st.vel, st.angvel, st.orient,
-                                       st.template, st.radius, st.mass, st.material, voff,
-                                       vdata, pl.point, pl.normal, pl.vel, pl.material, table,
-                                       nmat, sim.dt, sim.flags, b.active, b.state,
+                                       st.shape, st.template, st.radius, st.mass, st.material,
+                                       voff, vdata, pl.point, pl.normal, pl.vel, pl.material,
+                                       table, nmat, sim.dt, sim.flags, b.active, b.state,
                                        self.branch, sim.threads)
         if k >= 0 and not (ratio <= sim.max_overlap):
             p, w = b.i1[k], b.i2[k]
             return overlap_message(sim, ratio, "polyhedron %d and plane %d" % (st.id[p], w))
         return None
-
-    def add_forces(self, f, t, flags, threads):
-        b = self.batch
-        if len(b):
-            ek.add_forces(None, b.i1, b.active, b.state, self.branch, f, t)
-
-    def public(self):
-        b, st = self.batch, self.sim.store
-        a = np.flatnonzero(b.active)
-        p = b.i1[a]
-        return self._public_shape(a, np.full(len(a), -1), st.id[p], b.i2[a],
-                                  st.pos[p] + self.branch[a, 3:])

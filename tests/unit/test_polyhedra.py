@@ -76,6 +76,18 @@ def test_interior_points_are_dropped_and_rocks_are_reproducible():
         len(r1.vertices)
 
 
+def test_from_an_stl_file(tmp_path):
+    from pdem.contact.mesh_files import write_stl
+    r = P.rock(18, seed=4, axes=(1.0, 0.6, 0.5))
+    path = str(tmp_path / "rock.stl")
+    write_stl(path, r.vertices, r.triangles, binary=False)   # ASCII: exact round trip
+    p = P.from_file(path)
+    assert p.volume == pytest.approx(r.volume, rel=1e-13)
+    assert np.allclose(p.moments, r.moments, rtol=1e-12)
+    with pytest.raises(pdem.InputError, match="no such file"):
+        P.from_file(str(tmp_path / "none.stl"))
+
+
 def test_template_registration():
     t = ShapeTemplates()
     cube = P.cube(1.0)
@@ -95,3 +107,27 @@ def test_bad_input_is_refused_with_one_line():
         P.regular("cuboctahedron")
     with pytest.raises(pdem.InputError, match="n_vertices"):
         P.rock(3)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_polygon_mass_properties_match_trimesh_prisms(seed):
+    """A polygon's area and moments per unit thickness: the prism of thickness t has
+    volume A t and moment about z Izz t (trimesh, independent)."""
+    rng = np.random.default_rng(seed)
+    pts = rng.normal(size=(8 + 4 * seed, 2)) * [1.0, 0.5] + rng.normal(size=2)
+    poly = P.Polygon(pts)
+    t = 0.3
+    prism = trimesh.convex.convex_hull(np.vstack([np.column_stack([pts, np.zeros(len(pts))]),
+                                                  np.column_stack([pts, np.full(len(pts), t)])]))
+    assert poly.area * t == pytest.approx(prism.volume, rel=1e-12)
+    assert np.allclose(poly.centroid, prism.center_mass[:2], atol=1e-12)
+    Ic = prism.moment_inertia                      # about the centre of mass, unit density
+    assert poly.moments[2] * t == pytest.approx(Ic[2, 2], rel=1e-11)
+    # Ixx of the prism = t (int y^2 dA) + A t^3 / 12
+    assert poly.moments[0] * t + poly.area * t ** 3 / 12 == pytest.approx(Ic[0, 0], rel=1e-11)
+    # the contact prism: the polygon at z = +-2 bound
+    assert np.allclose(np.abs(poly.vertices[:, 2]), 2 * poly.bound)
+    sq = P.regular_polygon(4, np.sqrt(2), np.pi / 4)   # square of side 2
+    assert sq.area == pytest.approx(4.0) and np.allclose(sq.moments, [4 / 3, 4 / 3, 8 / 3])
+    with pytest.raises(pdem.InputError, match="span no area"):
+        P.Polygon([[0, 0], [1, 1], [2, 2]])

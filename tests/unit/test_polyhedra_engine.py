@@ -48,6 +48,10 @@ def test_mass_properties_fields_and_mesh(tmp_path):
     assert np.allclose(p["inertia"], I, rtol=1e-12)
     assert np.allclose(p["radius"], 0.5 * np.sqrt(0.02 ** 2 + 0.04 ** 2 + 0.06 ** 2))
     assert np.allclose(p["angular_velocity"][0], [1, 2, 3])
+    heavy = sim.material("heavy", density=3000.0, kn=1e4)
+    sim.set_material([2], heavy)                     # mass and moments from the template
+    q = sim.particles()
+    assert q["mass"][2] == pytest.approx(1.5 * mass) and np.allclose(q["inertia"][2], 1.5 * I)
     pts, tris, owner = P.world_mesh(sim)
     assert pts.shape == (24, 3) and tris.shape == (36, 3) and owner.tolist() == [0] * 12 + \
         [1] * 12 + [2] * 12
@@ -63,6 +67,16 @@ def test_mass_properties_fields_and_mesh(tmp_path):
         body = trimesh.Trimesh(pts, tris[owner == i], process=False)
         assert body.volume == pytest.approx(0.02 * 0.04 * 0.06, rel=1e-12)
         assert np.allclose(body.center_mass, p["position"][i], atol=1e-15)
+    # HDF5 frames: shape 4, the pose, and half the principal-frame box as semi-axes
+    import h5py
+    from pdem.io import ResultFile
+    with ResultFile(str(tmp_path / "r.h5"), sim) as rf:
+        rf.write_frame()
+    with h5py.File(tmp_path / "r.h5", "r") as f:
+        g = f["frames/000000/particles"]
+        assert list(g["shape"][...]) == [4, 4, 4]
+        assert np.allclose(np.sort(g["semi_axes"][0]), [0.01, 0.02, 0.03])
+        assert np.array_equal(g["orientation"][...], p["orientation"])
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -194,3 +208,51 @@ def test_sphere_on_a_cube_face_and_failures_are_reported():
     with pytest.raises(pdem.SimulationError, match="GJK/EPA contact query of particles 0 and "
                                                   "1 exhausted"):
         sim2.run(1)
+
+
+def box2d(gravity=(0, -G, 0)):
+    return pdem.Simulation(pdem.Domain((0, 0), (0.4, 0.4), periodic=(True, False), dim=2),
+                           dt=2e-4, gravity=gravity, comm=MPI.COMM_SELF)
+
+
+def test_2d_polygons_rest_on_a_side_and_stay_in_the_plane():
+    """Two squares (side 0.04) and a disk dropped spinning on a line: each square rests on
+    a side, its two corners carrying its weight (centre at a/2 - W / (2 k_n)), the line
+    carries all the weight, and L and the orientation stay about z exactly."""
+    sim = box2d()
+    m = sim.material("m", density=1000.0, kn=1e4, friction=0.5, restitution=0.05)
+    sim.add_plane((0, 0, 0), (0, 1, 0), m)
+    sq = P.regular_polygon(4, 0.02 * np.sqrt(2), np.pi / 4)
+    with pytest.raises(pdem.InputError, match="must be a pdem.polyhedra.Polygon here"):
+        sim.add_polygons([[0.2, 0.06]], P.cube(0.04), m)
+    with pytest.raises(pdem.InputError, match="polyhedra need a 3D domain"):
+        sim.add_polyhedra([[0.2, 0.06, 0]], P.cube(0.04), m)
+    sim.add_polygons([[0.1, 0.06], [0.3, 0.06]], sq, m, angles=[0.5, 0.2],
+                     angular_velocities=[3.0, -2.0])
+    sim.add_spheres([[0.2, 0.05]], [0.015], m)
+    sim.run(6000)
+    p = sim.particles()
+    W = p["mass"][:2] * G
+    assert np.allclose(p["position"][:2, 1], 0.02 - W / 2e4, atol=1e-10)
+    theta = 2 * np.arctan2(p["orientation"][:2, 3], p["orientation"][:2, 0])
+    assert np.allclose(np.sin(2 * theta), 0.0, atol=1e-9)     # a side down
+    assert -sim.plane_forces()[0][1] / (p["mass"].sum() * G) == pytest.approx(1.0, abs=1e-9)
+    assert np.all(sim.store.angmom[:, :2] == 0.0) and np.all(p["orientation"][:, 1:3] == 0.0)
+    assert np.all(p["position"][:, 2] == 0.0)
+
+
+def test_2d_polygon_pair_depth():
+    """A square on a square (overlap 1e-3, shifted sideways) and a square's corner
+    pressed 2e-3 into a disk: overlaps and normals exact."""
+    sim = box2d(gravity=(0, 0, 0))
+    m = sim.material("m", density=1000.0, kn=1e4)
+    sq = P.regular_polygon(4, 0.02 * np.sqrt(2), np.pi / 4)
+    sim.add_polygons([[0.2, 0.1], [0.215, 0.1 + 0.04 - 1e-3]], sq, m)
+    sim.add_spheres([[0.3, 0.1]], [0.02], m)
+    sim.add_polygons([[0.3 + 0.02 + 0.02 * np.sqrt(2) - 2e-3, 0.1]], sq, m, angles=np.pi / 4)
+    sim.run(1)
+    c = sim.contacts()
+    order = np.argsort(c["id1"])
+    assert list(c["kind"][order]) == ["phpair", "phpair"]
+    assert np.allclose(c["overlap"][order], [1e-3, 2e-3], rtol=1e-9)     # (corner on disk)
+    assert np.allclose(c["normal"][order], [[0, 1, 0], [1, 0, 0]], atol=1e-14)

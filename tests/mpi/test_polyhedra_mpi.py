@@ -1,0 +1,127 @@
+"""Convex polyhedra on several ranks (issue 17): rocks, cubes, ellipsoids and spheres
+thrown about over a plane give the same bits on any rank and thread count, and a restart
+(on another rank count) continues bit for bit. Run with
+`mpirun -n N python -m pytest --with-mpi tests/mpi/test_polyhedra_mpi.py`, N = 1..4."""
+import os
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import pdem
+from pdem import polyhedra as P
+from scenes import assert_same_state, state
+
+STEPS = 250
+
+
+def tumbler(comm, threads=1):
+    """Polyhedron-polyhedron, -sphere, -ellipsoid and -plane contacts with friction,
+    migrating across ranks and through the periodic boundaries (ghosts carry the
+    template index and orientation)."""
+    sim = pdem.Simulation(pdem.Domain((0, 0, 0), (1.2, 0.9, 0.8), periodic=(True, True, False)),
+                          dt=4e-4, gravity=(0, 0, -9.81), comm=comm, threads=threads,
+                          check_ids=True)
+    m = sim.material("m", density=1000.0, kn=1e4, friction=0.4, restitution=0.4)
+    sim.add_plane((0, 0, 0), (0, 0, 1), m)
+    rng = np.random.default_rng(7)
+    g = np.arange(0.075, 1.2, 0.15)
+    x, y, z = np.meshgrid(g, g[g < 0.9], [0.1, 0.25, 0.4], indexing="ij")
+    pos = np.column_stack([x.ravel(), y.ravel(), z.ravel()]) + rng.uniform(-0.01, 0.01,
+                                                                          (x.size, 3))
+    vel = rng.normal(0, 0.6, pos.shape)
+    kind = rng.integers(0, 4, len(pos))              # rock, cube, ellipsoid, sphere
+    q = rng.normal(size=(len(pos), 4))
+    q /= np.linalg.norm(q, axis=1)[:, None]
+    w = rng.normal(0, 5, pos.shape)
+    rock = P.rock(16, seed=3, axes=(0.06, 0.045, 0.035))
+    for k, shape in ((0, rock), (1, P.cube(0.07))):
+        s = kind == k
+        sim.add_polyhedra(pos[s], shape, m, orientations=q[s], velocities=vel[s],
+                          angular_velocities=w[s])
+    s = kind == 2
+    sim.add_ellipsoids(pos[s], [0.055, 0.04, 0.03], m, orientations=q[s], velocities=vel[s])
+    s = kind == 3
+    sim.add_spheres(pos[s], rng.uniform(0.03, 0.05, int(s.sum())), m, velocities=vel[s])
+    return sim
+
+
+def tumbler2d(comm, threads=1):
+    """2D: random polygons, squares, ellipses and disks over a line, periodic along x."""
+    sim = pdem.Simulation(pdem.Domain((0, 0), (1.2, 0.9), periodic=(True, False), dim=2),
+                          dt=4e-4, gravity=(0, -9.81, 0), comm=comm, threads=threads,
+                          check_ids=True)
+    m = sim.material("m", density=1000.0, kn=1e6, friction=0.4, restitution=0.4)
+    sim.add_plane((0, 0, 0), (0, 1, 0), m)
+    rng = np.random.default_rng(8)
+    x, y = np.meshgrid(np.arange(0.075, 1.2, 0.15), np.arange(0.07, 0.85, 0.15), indexing="ij")
+    pos = np.column_stack([x.ravel(), y.ravel()]) + rng.uniform(-0.01, 0.01, (x.size, 2))
+    vel = rng.normal(0, 0.6, pos.shape)
+    kind = rng.integers(0, 4, len(pos))
+    for k, shape in ((0, P.random_polygon(7, seed=2, axes=(0.06, 0.04))),
+                     (1, P.regular_polygon(4, 0.05))):
+        s = kind == k
+        sim.add_polygons(pos[s], shape, m, angles=rng.uniform(0, 6, int(s.sum())),
+                         velocities=vel[s], angular_velocities=rng.normal(0, 5, int(s.sum())))
+    s = kind == 2
+    sim.add_ellipses(pos[s], [0.055, 0.03], m, velocities=vel[s])
+    s = kind == 3
+    sim.add_spheres(pos[s], rng.uniform(0.03, 0.05, int(s.sum())), m, velocities=vel[s])
+    return sim
+
+
+def reference(comm, steps, scene=tumbler):
+    ref = None
+    if comm.rank == 0:
+        sim = scene(MPI.COMM_SELF)
+        sim.run(steps=steps)
+        ref = state(sim)
+    return comm.bcast(ref, root=0)
+
+
+@pytest.mark.mpi(min_size=1)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_polyhedra_same_bits_on_any_rank_and_thread_count(threads):
+    comm = MPI.COMM_WORLD
+    sim = tumbler(comm, threads)
+    sim.run(steps=STEPS)
+    got = state(sim)
+    kinds = set(got[1]["kind"])
+    assert {"phpair", "phplane"} <= kinds, kinds
+    shape, c = got[0]["shape"], got[1]
+    ph = c["kind"] == "phpair"
+    other = np.where(shape[c["id1"][ph]] == 4, shape[c["id2"][ph]], shape[c["id1"][ph]])
+    assert {0, 1, 4} <= set(other.tolist())          # with spheres, ellipsoids, polyhedra
+    migrated = int(sim.collective.sum(np.array([sim.n_migrated], np.int64))[0])
+    assert comm.size == 1 or migrated > 0
+    if comm.size > 1 or threads > 1:
+        assert_same_state(got, reference(comm, STEPS))
+
+
+@pytest.mark.mpi(min_size=1)
+def test_polygons_2d_same_bits_on_any_rank_and_thread_count():
+    comm = MPI.COMM_WORLD
+    sim = tumbler2d(comm, 2)
+    sim.run(steps=2 * STEPS)
+    got = state(sim)
+    assert {"phpair", "phplane"} <= set(got[1]["kind"])
+    assert np.all(sim.store.angmom[:sim.store.n_own, :2] == 0.0)
+    assert_same_state(got, reference(comm, 2 * STEPS, tumbler2d))
+
+
+@pytest.mark.mpi(min_size=1)
+def test_polyhedra_restart_bitwise(shared_dir):
+    """STEPS/2 on all ranks, a checkpoint, STEPS/2 more after a restart on rank 0 alone,
+    equal to the straight run."""
+    comm = MPI.COMM_WORLD
+    first = tumbler(comm)
+    first.run(steps=STEPS // 2 + 7)
+    path = os.path.join(shared_dir, "poly.h5")
+    first.checkpoint(path)
+    ref = reference(comm, STEPS)
+    if comm.rank == 0:
+        resumed = pdem.restart(path, comm=MPI.COMM_SELF)
+        assert len(resumed.templates) == 2 and resumed.polyhedra
+        resumed.run(steps=STEPS - (STEPS // 2 + 7))
+        assert_same_state(state(resumed), ref)
+    comm.Barrier()
