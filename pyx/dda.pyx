@@ -301,14 +301,15 @@ def contact_states(const signed char[::1] kind, const int[::1] ci, const int[::1
                    double ftol, double eps, signed char[::1] flips, signed char[::1] code, double[::1] ff, double[:, ::1] sdir,
                    double[::1] gap_end, int n_threads):
     """After a solve: the end gap and the open-close check of every contact (Shi 1988
-    sec. 4.4): open -> closed (stick) when the end gap is below -eps, closed -> open
-    when it is above eps (tension; eps: a hysteresis against open-close cycles), stick -> slide when k_s |e + T Delta| > mu F_n, slide
+    sec. 4.4): open -> closed (stick) when the end gap is below -eps (a hysteresis
+    against open-close cycles), closed -> open when it is positive (tension), stick -> slide when k_s |e + T Delta| > mu F_n, slide
     -> stick when the step's slip (slip + T Delta) turns against the sliding direction
     by more than eps (else the slide's friction load is updated to mu F_n along e + T Delta). Returns the number of contacts whose state changed (a slide whose
     friction load moved by more than ftol relative counts). A contact that changed
-    state FREEZE times in the step (flips) may then only close or stick: the
-    iteration cannot cycle, and it settles on the side that stores energy in springs
-    (a friction load whose slip reversed would feed energy in)."""
+    state FREEZE times in the step (flips) may then only open or stop sliding: the
+    iteration cannot cycle, and it settles on a side that feeds no energy in (neither
+    a spring in tension nor a friction load whose slip reversed); an overlap it leaves
+    is checked against the tolerance at the end of the step."""
     cdef Py_ssize_t m = kind.shape[0], c
     cdef int k, changed = 0
     cdef signed char new
@@ -339,7 +340,7 @@ def contact_states(const signed char[::1] kind, const int[::1] ci, const int[::1
         if code[c] == 0:
             if g < -eps:
                 new = 1
-        elif g > eps:
+        elif g > 0.0:
             new = 0
         else:
             tx = e[c, 0] + D[0] - dn * nx
@@ -362,12 +363,10 @@ def contact_states(const signed char[::1] kind, const int[::1] ci, const int[::1
                                      fabs(ty / tn - sdir[c, 1]) > ftol or
                                      fabs(tz / tn - sdir[c, 2]) > ftol):
                     changed += 1
-                # a slide's load: under-relaxed (the fixed point of mu F_n(ff) can
-                # oscillate in a pile)
-                ff[c] = 0.5 * (f_old + lim) if code[c] == 2 and lim > 0.0 else lim
+                ff[c] = lim
                 sdir[c, 0] = tx / tn; sdir[c, 1] = ty / tn; sdir[c, 2] = tz / tn
-        if new != code[c] and flips[c] >= FREEZE and new != 1:
-            new = code[c]           # a cycling contact may only close or stick
+        if new != code[c] and flips[c] >= FREEZE and (new == 2 or (new == 1 and code[c] == 0)):
+            new = code[c]           # a cycling contact may only open or stop sliding
         if new != code[c]:
             changed += 1
             code[c] = new

@@ -57,9 +57,9 @@ from ..nscd.scheme import NSCD, PAIR, WALL_NAMES
 from ..scheme.base import Scheme, register
 
 OPEN, STICK, SLIDE = 0, 1, 2
-FRICTION_TOL = 1e-3     # a slide's friction load converged: relative change below this
-OPEN_CLOSE_TOL = 1e-3   # hysteresis: a contact opens (closes) when its end gap is above
-                        # (below) +-this x tol, a slide sticks when its slip reverses by more
+FRICTION_TOL = 1e-2     # a slide's friction load converged: relative change below this
+OPEN_CLOSE_TOL = 1e-3   # hysteresis: an open contact closes when its end gap is below -this
+                        # x tol, a slide sticks when its slip reverses by more
 
 
 class DDAWarning(UserWarning):
