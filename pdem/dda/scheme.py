@@ -241,7 +241,8 @@ class Operator:
         st, c, dt = sim.store, self.contacts, sim.dt
         m = len(c)
         kinds = list(sim.interactions.values())
-        code = np.where(c.gap < 0.0, STICK, OPEN).astype(np.int8)
+        eps = OPEN_CLOSE_TOL * self.scheme.tol
+        code = np.where(c.gap < eps, STICK, OPEN).astype(np.int8)      # touching: closed
         closed = np.zeros(m, bool)      # closed at the end of the last step
         e_old = np.zeros((m, 3))
         batch, row = self.rows
