@@ -365,8 +365,8 @@ def contact_states(const signed char[::1] kind, const int[::1] ci, const int[::1
                     changed += 1
                 ff[c] = lim
                 sdir[c, 0] = tx / tn; sdir[c, 1] = ty / tn; sdir[c, 2] = tz / tn
-        if new != code[c] and flips[c] >= FREEZE and new != 1:
-            new = code[c]           # a cycling contact may only close or stick
+        if new != code[c] and flips[c] >= FREEZE and (new == 2 or (new == 1 and code[c] == 0)):
+            new = code[c]           # a cycling contact may only open or stop sliding
         if new != code[c]:
             changed += 1
             code[c] = new

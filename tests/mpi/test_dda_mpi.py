@@ -56,6 +56,7 @@ def _run(comm, steps, dim=3):
     return sim
 
 
+@pytest.mark.slow
 @pytest.mark.mpi(min_size=1)
 @pytest.mark.parametrize("dim", [2, 3])
 def test_dda_identical_on_any_rank_count(dim):
@@ -79,6 +80,7 @@ def test_dda_identical_on_any_rank_count(dim):
     assert np.any(np.abs(x1[:, 0] - x2[:, 0]) > 0.5) or dim == 2
 
 
+@pytest.mark.slow
 @pytest.mark.mpi(min_size=1)
 def test_dda_restart_on_one_rank_is_bitwise_identical(shared_dir):
     """N steps on all ranks + checkpoint, N more on rank 0 alone: the same bits as 2N
