@@ -53,7 +53,7 @@ def settle(sim, v_tol=1e-7, max_steps=200000):
         before = sim.particles(gather=True)["position"]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", pdem.DDAWarning)
-            sim.run(10)
+            sim.run(10, progress=False)
         steps += 10
         if isinstance(sim.scheme, pdem.DDA):
             iters.append((sim.scheme.cg_iterations, sim.scheme.open_close))
