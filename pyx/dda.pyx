@@ -190,43 +190,36 @@ def invert_blocks(const double[:, ::1] diag, double[:, ::1] inv, signed char[::1
         bad[p] = invert6(&diag[p, 0], &inv[p, 0])
 
 
+cdef inline void block_mul(const double* B, const double* x, double* y, bint add) noexcept nogil:
+    """y (+)= B x for a 6 x 6 block B (rows)."""
+    cdef int r, k
+    cdef double s
+    for r in range(6):
+        s = 0.0
+        for k in range(6):
+            s = s + B[r * 6 + k] * x[k]
+        y[r] = y[r] + s if add else s
+
+
 def matvec(const long[::1] start, const int[::1] nBall, const double[:, ::1] nK,
            const double[:, ::1] diag, const double[:, ::1] x, double[:, ::1] y,
            Py_ssize_t n_rows, int n_threads):
     """y[p] = diag[p] x[p] + sum_e nK[e] x[nBall[e]] for rows p < n_rows (entries in
     list order; x holds the ghost rows too)."""
     cdef Py_ssize_t p, t
-    cdef int r, k, q
-    cdef double s
     for p in prange(n_rows, nogil=True, schedule='static', num_threads=max(1, n_threads)):
-        for r in range(6):
-            s = 0.0
-            for k in range(6):
-                s = s + diag[p, r * 6 + k] * x[p, k]
-            y[p, r] = s
+        block_mul(&diag[p, 0], &x[p, 0], &y[p, 0], False)
         for t in range(start[p], start[p + 1]):
-            q = nBall[t]
-            if q < 0:
-                continue
-            for r in range(6):
-                s = 0.0
-                for k in range(6):
-                    s = s + nK[t, r * 6 + k] * x[q, k]
-                y[p, r] = y[p, r] + s
+            if nBall[t] >= 0:
+                block_mul(&nK[t, 0], &x[nBall[t], 0], &y[p, 0], True)
 
 
 def block_apply(const double[:, ::1] blocks, const double[:, ::1] x, double[:, ::1] y,
                 Py_ssize_t n_rows, int n_threads):
     """y[p] = blocks[p] x[p] (the preconditioner)."""
     cdef Py_ssize_t p
-    cdef int r, k
-    cdef double s
     for p in prange(n_rows, nogil=True, schedule='static', num_threads=max(1, n_threads)):
-        for r in range(6):
-            s = 0.0
-            for k in range(6):
-                s = s + blocks[p, r * 6 + k] * x[p, k]
-            y[p, r] = s
+        block_mul(&blocks[p, 0], &x[p, 0], &y[p, 0], False)
 
 
 def row_dots(const double[:, ::1] a, const double[:, ::1] b, double[::1] out,

@@ -53,7 +53,7 @@ from .._kernels import dda as _k
 from .._kernels import integrate
 from ..contact.flags import NO_RATCH
 from ..errors import InputError, SimulationError
-from ..nscd.scheme import NSCD, PAIR, WALL_NAMES
+from ..nscd.scheme import NSCD, PAIR, WALL_NAMES, write_rows
 from ..scheme.base import Scheme, register
 
 OPEN, STICK, SLIDE = 0, 1, 2
@@ -377,25 +377,9 @@ class Operator:
         e_new[~closed] = 0.0
         force_i = -(s.penalty * g[:, None] * n + s.shear_penalty * e_new) * closed[:, None]
         self.force_i = force_i
-        batch, row = self.rows
-        for b, kind in enumerate(sim.interactions.values()):
-            rec = kind.batch
-            if not kind.contact or not kind.nscd:
-                continue
-            rec.active[:] = 0
-            sel = np.flatnonzero(batch == b)
-            k = row[sel]
-            rec.state[k] = 0.0
-            rec.u[k, 0] = g[sel]
-            if kind.name == "pair":         # i is particle 1
-                rec.T[k, :3] = -n[sel]
-                rec.force[k] = -force_i[sel]
-            else:
-                rec.T[k, :3] = n[sel]
-                rec.force[k] = force_i[sel]
+        for rec, k, sel in write_rows(sim, self.rows, n, g, force_i, closed):
             rec.u0[k] = e_new[sel]
             rec.phi0[k, 0] = self.code[sel]
-            rec.active[k] = closed[sel]
 
     def relative(self, x):
         """Delta = G_i x_i - G_j x_j of every contact (numpy)."""
