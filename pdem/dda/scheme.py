@@ -132,7 +132,7 @@ class DDA(Scheme):
         iterations of the matrix-free solve, then x += delta, the velocities, the
         contact rows and forces. Returns (problem message or None, bad row or -1)."""
         clock = time.perf_counter()
-        st, dt = sim.store, sim.dt
+        st = sim.store
         op = Operator(sim, self)
         self.operator = op
         c = op.contacts
@@ -365,7 +365,6 @@ class Operator:
         gap), and the DDA state (u0 = shear elongation, phi0[0] = stick/slide,
         active = closed)."""
         sim, c, s = self.sim, self.contacts, self.scheme
-        st = sim.store
         n = c.normal
         g = self.gap_end
         delta = self.relative(x)

@@ -11,7 +11,7 @@ from mpi4py import MPI
 
 import pdem
 
-from scenes import assert_same_state, state
+from scenes import assert_restart_on_one_rank, assert_same_state, state
 
 STEPS = 40
 
@@ -85,16 +85,6 @@ def test_dda_identical_on_any_rank_count(dim):
 def test_dda_restart_on_one_rank_is_bitwise_identical(shared_dir):
     """N steps on all ranks + checkpoint, N more on rank 0 alone: the same bits as 2N
     steps in one run (velocities and contact states travel in the checkpoint)."""
-    comm = MPI.COMM_WORLD
-    n = 20
-    path = os.path.join(shared_dir, "dda.h5")
-    first = _run(comm, n)
-    first.checkpoint(path)
-    if comm.rank == 0:
-        whole = _run(MPI.COMM_SELF, 2 * n)
-        resumed = pdem.restart(path, comm=MPI.COMM_SELF)
-        assert resumed.scheme.options() == first.scheme.options()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", pdem.DDAWarning)
-            resumed.run(n)
-        assert_same_state(state(resumed), state(whole))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pdem.DDAWarning)
+        assert_restart_on_one_rank(_run, os.path.join(shared_dir, "dda.h5"), 20)
