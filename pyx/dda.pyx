@@ -351,7 +351,9 @@ def contact_states(const signed char[::1] kind, const int[::1] ci, const int[::1
             else:
                 new = 2
                 f_old = ff[c]
-                if code[c] == 2 and (fabs(lim - f_old) > ftol * fabs(lim) or
+                # (loads below mu k_n eps, the closing hysteresis, are converged)
+                if code[c] == 2 and lim > mu[c] * kn * eps and (
+                                    fabs(lim - f_old) > ftol * fabs(lim) or
                                      fabs(tx / tn - sdir[c, 0]) > ftol or
                                      fabs(ty / tn - sdir[c, 1]) > ftol or
                                      fabs(tz / tn - sdir[c, 2]) > ftol):
