@@ -190,43 +190,36 @@ def invert_blocks(const double[:, ::1] diag, double[:, ::1] inv, signed char[::1
         bad[p] = invert6(&diag[p, 0], &inv[p, 0])
 
 
+cdef inline void block_mul(const double* B, const double* x, double* y, bint add) noexcept nogil:
+    """y (+)= B x for a 6 x 6 block B (rows)."""
+    cdef int r, k
+    cdef double s
+    for r in range(6):
+        s = 0.0
+        for k in range(6):
+            s = s + B[r * 6 + k] * x[k]
+        y[r] = y[r] + s if add else s
+
+
 def matvec(const long[::1] start, const int[::1] nBall, const double[:, ::1] nK,
            const double[:, ::1] diag, const double[:, ::1] x, double[:, ::1] y,
            Py_ssize_t n_rows, int n_threads):
     """y[p] = diag[p] x[p] + sum_e nK[e] x[nBall[e]] for rows p < n_rows (entries in
     list order; x holds the ghost rows too)."""
     cdef Py_ssize_t p, t
-    cdef int r, k, q
-    cdef double s
     for p in prange(n_rows, nogil=True, schedule='static', num_threads=max(1, n_threads)):
-        for r in range(6):
-            s = 0.0
-            for k in range(6):
-                s = s + diag[p, r * 6 + k] * x[p, k]
-            y[p, r] = s
+        block_mul(&diag[p, 0], &x[p, 0], &y[p, 0], False)
         for t in range(start[p], start[p + 1]):
-            q = nBall[t]
-            if q < 0:
-                continue
-            for r in range(6):
-                s = 0.0
-                for k in range(6):
-                    s = s + nK[t, r * 6 + k] * x[q, k]
-                y[p, r] = y[p, r] + s
+            if nBall[t] >= 0:
+                block_mul(&nK[t, 0], &x[nBall[t], 0], &y[p, 0], True)
 
 
 def block_apply(const double[:, ::1] blocks, const double[:, ::1] x, double[:, ::1] y,
                 Py_ssize_t n_rows, int n_threads):
     """y[p] = blocks[p] x[p] (the preconditioner)."""
     cdef Py_ssize_t p
-    cdef int r, k
-    cdef double s
     for p in prange(n_rows, nogil=True, schedule='static', num_threads=max(1, n_threads)):
-        for r in range(6):
-            s = 0.0
-            for k in range(6):
-                s = s + blocks[p, r * 6 + k] * x[p, k]
-            y[p, r] = s
+        block_mul(&blocks[p, 0], &x[p, 0], &y[p, 0], False)
 
 
 def row_dots(const double[:, ::1] a, const double[:, ::1] b, double[::1] out,
@@ -301,14 +294,15 @@ def contact_states(const signed char[::1] kind, const int[::1] ci, const int[::1
                    double ftol, double eps, signed char[::1] flips, signed char[::1] code, double[::1] ff, double[:, ::1] sdir,
                    double[::1] gap_end, int n_threads):
     """After a solve: the end gap and the open-close check of every contact (Shi 1988
-    sec. 4.4): open -> closed (stick) when the end gap is below -eps, closed -> open
-    when it is above eps (tension; eps: a hysteresis against open-close cycles), stick -> slide when k_s |e + T Delta| > mu F_n, slide
+    sec. 4.4): open -> closed (stick) when the end gap is below -eps (a hysteresis
+    against open-close cycles), closed -> open when it is positive (tension), stick -> slide when k_s |e + T Delta| > mu F_n, slide
     -> stick when the step's slip (slip + T Delta) turns against the sliding direction
     by more than eps (else the slide's friction load is updated to mu F_n along e + T Delta). Returns the number of contacts whose state changed (a slide whose
     friction load moved by more than ftol relative counts). A contact that changed
-    state FREEZE times in the step (flips) may then only close or stick: the
-    iteration cannot cycle, and it settles on the side that stores energy in springs
-    (a friction load whose slip reversed would feed energy in)."""
+    state FREEZE times in the step (flips) may then only open or stop sliding: the
+    iteration cannot cycle, and it settles on a side that feeds no energy in (neither
+    a spring in tension nor a friction load whose slip reversed); an overlap it leaves
+    is checked against the tolerance at the end of the step."""
     cdef Py_ssize_t m = kind.shape[0], c
     cdef int k, changed = 0
     cdef signed char new
@@ -339,7 +333,7 @@ def contact_states(const signed char[::1] kind, const int[::1] ci, const int[::1
         if code[c] == 0:
             if g < -eps:
                 new = 1
-        elif g > eps:
+        elif g > 0.0:
             new = 0
         else:
             tx = e[c, 0] + D[0] - dn * nx
@@ -357,17 +351,17 @@ def contact_states(const signed char[::1] kind, const int[::1] ci, const int[::1
             else:
                 new = 2
                 f_old = ff[c]
-                if code[c] == 2 and (fabs(lim - f_old) > ftol * fabs(lim) or
+                # (loads below mu k_n eps, the closing hysteresis, are converged)
+                if code[c] == 2 and lim > mu[c] * kn * eps and (
+                                    fabs(lim - f_old) > ftol * fabs(lim) or
                                      fabs(tx / tn - sdir[c, 0]) > ftol or
                                      fabs(ty / tn - sdir[c, 1]) > ftol or
                                      fabs(tz / tn - sdir[c, 2]) > ftol):
                     changed += 1
-                # a slide's load: under-relaxed (the fixed point of mu F_n(ff) can
-                # oscillate in a pile)
-                ff[c] = 0.5 * (f_old + lim) if code[c] == 2 and lim > 0.0 else lim
+                ff[c] = lim
                 sdir[c, 0] = tx / tn; sdir[c, 1] = ty / tn; sdir[c, 2] = tz / tn
-        if new != code[c] and flips[c] >= FREEZE and new != 1:
-            new = code[c]           # a cycling contact may only close or stick
+        if new != code[c] and flips[c] >= FREEZE and (new == 2 or (new == 1 and code[c] == 0)):
+            new = code[c]           # a cycling contact may only open or stop sliding
         if new != code[c]:
             changed += 1
             code[c] = new

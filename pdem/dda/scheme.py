@@ -53,13 +53,13 @@ from .._kernels import dda as _k
 from .._kernels import integrate
 from ..contact.flags import NO_RATCH
 from ..errors import InputError, SimulationError
-from ..nscd.scheme import NSCD, PAIR, WALL_NAMES
+from ..nscd.scheme import NSCD, PAIR, WALL_NAMES, write_rows
 from ..scheme.base import Scheme, register
 
 OPEN, STICK, SLIDE = 0, 1, 2
-FRICTION_TOL = 1e-3     # a slide's friction load converged: relative change below this
-OPEN_CLOSE_TOL = 1e-3   # hysteresis: a contact opens (closes) when its end gap is above
-                        # (below) +-this x tol, a slide sticks when its slip reverses by more
+FRICTION_TOL = 1e-2     # a slide's friction load converged: relative change below this
+OPEN_CLOSE_TOL = 1e-3   # hysteresis: an open contact closes when its end gap is below -this
+                        # x tol, a slide sticks when its slip reverses by more
 
 
 class DDAWarning(UserWarning):
@@ -132,7 +132,7 @@ class DDA(Scheme):
         iterations of the matrix-free solve, then x += delta, the velocities, the
         contact rows and forces. Returns (problem message or None, bad row or -1)."""
         clock = time.perf_counter()
-        st, dt = sim.store, sim.dt
+        st = sim.store
         op = Operator(sim, self)
         self.operator = op
         c = op.contacts
@@ -241,7 +241,8 @@ class Operator:
         st, c, dt = sim.store, self.contacts, sim.dt
         m = len(c)
         kinds = list(sim.interactions.values())
-        code = np.where(c.gap < 0.0, STICK, OPEN).astype(np.int8)
+        eps = OPEN_CLOSE_TOL * self.scheme.tol
+        code = np.where(c.gap < eps, STICK, OPEN).astype(np.int8)      # touching: closed
         closed = np.zeros(m, bool)      # closed at the end of the last step
         e_old = np.zeros((m, 3))
         batch, row = self.rows
@@ -364,7 +365,6 @@ class Operator:
         gap), and the DDA state (u0 = shear elongation, phi0[0] = stick/slide,
         active = closed)."""
         sim, c, s = self.sim, self.contacts, self.scheme
-        st = sim.store
         n = c.normal
         g = self.gap_end
         delta = self.relative(x)
@@ -376,25 +376,9 @@ class Operator:
         e_new[~closed] = 0.0
         force_i = -(s.penalty * g[:, None] * n + s.shear_penalty * e_new) * closed[:, None]
         self.force_i = force_i
-        batch, row = self.rows
-        for b, kind in enumerate(sim.interactions.values()):
-            rec = kind.batch
-            if not kind.contact or not kind.nscd:
-                continue
-            rec.active[:] = 0
-            sel = np.flatnonzero(batch == b)
-            k = row[sel]
-            rec.state[k] = 0.0
-            rec.u[k, 0] = g[sel]
-            if kind.name == "pair":         # i is particle 1
-                rec.T[k, :3] = -n[sel]
-                rec.force[k] = -force_i[sel]
-            else:
-                rec.T[k, :3] = n[sel]
-                rec.force[k] = force_i[sel]
+        for rec, k, sel in write_rows(sim, self.rows, n, g, force_i, closed):
             rec.u0[k] = e_new[sel]
             rec.phi0[k, 0] = self.code[sel]
-            rec.active[k] = closed[sel]
 
     def relative(self, x):
         """Delta = G_i x_i - G_j x_j of every contact (numpy)."""

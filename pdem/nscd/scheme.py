@@ -241,26 +241,9 @@ class NSCD(Scheme):
         impulse / dt, normal (local x axis: from particle 1 to 2, from the wall into the
         particle), u_x = gap, no moment (the torques b x F follow with the branch vectors
         b = -+r n: lever_flags); active: touching or carrying an impulse."""
-        batch, row = rows
-        n = contacts.normal
-        force_i = (contacts.pn[:, None] * n + contacts.pt) / sim.dt     # on particle i
+        force_i = (contacts.pn[:, None] * contacts.normal + contacts.pt) / sim.dt
         live = (contacts.pn > 0.0) | (contacts.gap < 0.0)
-        for b, kind in enumerate(sim.interactions.values()):
-            rec = kind.batch
-            if not kind.contact or not kind.nscd:
-                continue
-            rec.active[:] = 0
-            sel = np.flatnonzero(batch == b)
-            k = row[sel]
-            rec.state[k] = 0.0
-            rec.u[k, 0] = contacts.gap[sel]
-            if kind.name == "pair":         # i is particle 1
-                rec.T[k, :3] = -n[sel]
-                rec.force[k] = -force_i[sel]
-            else:
-                rec.T[k, :3] = n[sel]
-                rec.force[k] = force_i[sel]
-            rec.active[k] = live[sel]
+        write_rows(sim, rows, contacts.normal, contacts.gap, force_i, live)
 
     def _overlap_message(self, sim, contacts):
         """A message when an overlap exceeds max_overlap of the smaller radius."""
@@ -279,3 +262,32 @@ class NSCD(Scheme):
                 "max_overlap=%g): NSCD tolerance too large, itmax too small or alert "
                 "distance below the approach per step" % (sim.step_count, sim.time, who,
                                                             ratio[c], sim.max_overlap))
+
+
+def write_rows(sim, rows, normal, gap, force_i, live):
+    """Write a solved contact list into the rows of the interaction kinds it came from
+    (rows: (kind index, row) per contact; normal from j to i, gap, force on particle i,
+    live: active) in the explicit scheme's convention: force on body 2 (particle 2 of
+    a pair, the particle of a wall contact), local x axis from particle 1 to 2 (from
+    the wall into the particle), u_x = gap; other rows inactive. Returns, per contact,
+    (the kind's batch, its row indices, the contacts' indices) for more columns."""
+    batch, row = rows
+    out = []
+    for b, kind in enumerate(sim.interactions.values()):
+        rec = kind.batch
+        if not kind.contact or not kind.nscd:
+            continue
+        rec.active[:] = 0
+        sel = np.flatnonzero(batch == b)
+        k = row[sel]
+        rec.state[k] = 0.0
+        rec.u[k, 0] = gap[sel]
+        if kind.name == "pair":         # i is particle 1
+            rec.T[k, :3] = -normal[sel]
+            rec.force[k] = -force_i[sel]
+        else:
+            rec.T[k, :3] = normal[sel]
+            rec.force[k] = force_i[sel]
+        rec.active[k] = live[sel]
+        out.append((rec, k, sel))
+    return out

@@ -64,6 +64,21 @@ def state(sim):
     return p, c
 
 
+def assert_restart_on_one_rank(run, path, n):
+    """run(comm, steps) -> Simulation: n steps on all ranks + a checkpoint at `path`,
+    n more steps on rank 0 alone after pdem.restart: the same bits and scheme options
+    as 2n steps in one run."""
+    from mpi4py import MPI
+    first = run(MPI.COMM_WORLD, n)
+    first.checkpoint(path)
+    if MPI.COMM_WORLD.rank == 0:
+        whole = run(MPI.COMM_SELF, 2 * n)
+        resumed = pdem.restart(path, comm=MPI.COMM_SELF)
+        assert resumed.scheme.options() == first.scheme.options()
+        resumed.run(steps=n)
+        assert_same_state(state(resumed), state(whole))
+
+
 def assert_same_state(a, b):
     """Bitwise equality of two gathered states."""
     for part in range(2):

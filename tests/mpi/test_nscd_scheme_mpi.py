@@ -11,7 +11,7 @@ from mpi4py import MPI
 
 import pdem
 
-from scenes import assert_same_state, nscd_conveyor, state
+from scenes import assert_restart_on_one_rank, assert_same_state, nscd_conveyor, state
 
 STEPS = 400
 
@@ -57,17 +57,7 @@ def test_jacobi_identical_on_any_rank_count():
 def test_restart_on_one_rank_is_bitwise_identical(shared_dir):
     """N Jacobi steps on all ranks + checkpoint, N more on rank 0 alone: the same bits
     as 2N steps in one run."""
-    comm = MPI.COMM_WORLD
-    n = 150
-    path = os.path.join(shared_dir, "nscd.h5")
-    first = _run(comm, n)
-    first.checkpoint(path)
-    if comm.rank == 0:
-        whole = _run(MPI.COMM_SELF, 2 * n)
-        resumed = pdem.restart(path, comm=MPI.COMM_SELF)
-        assert resumed.scheme.options() == first.scheme.options()
-        resumed.run(steps=n)
-        assert_same_state(state(resumed), state(whole))
+    assert_restart_on_one_rank(_run, os.path.join(shared_dir, "nscd.h5"), 150)
 
 
 @pytest.mark.mpi(min_size=1)

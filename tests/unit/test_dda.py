@@ -182,9 +182,10 @@ def test_column_carries_the_weight_above():
     np.testing.assert_allclose(c["force"][:, :2], 0.0, atol=1e-9)
 
 
-def drop(tol=None, kn=1e8, **kwargs):
+def drop(tol=None, kn=1e8, threads=1, **kwargs):
     rng = np.random.default_rng(5)
     sim = pdem.Simulation(pdem.Domain((0, 0), (1, 2), dim=2), 2e-3, gravity=(0, -G, 0),
+                          threads=threads,
                           scheme=pdem.DDA(penalty=kn, tol=tol, **kwargs))
     sim.material("m", 2000.0, friction=0.4)
     for point, normal in (((0, 0), (0, 1)), ((0, 0), (1, 0)), ((1, 0), (-1, 0))):
@@ -224,6 +225,20 @@ def test_restart_continues_bit_for_bit(tmp_path):
     pa, pb = a.particles(), b.particles()
     for k in ("position", "velocity", "angular_velocity"):
         assert np.array_equal(pa[k], pb[k]), k
+
+
+def test_same_bits_on_any_thread_count():
+    runs = []
+    for threads in (1, 2):
+        sim = drop(threads=threads)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", pdem.DDAWarning)
+            sim.run(40)
+        runs.append((sim.particles(), sim.contacts(), sim.scheme.total_cg))
+    for k in ("position", "velocity", "angular_velocity"):
+        assert np.array_equal(runs[0][0][k], runs[1][0][k]), k
+    assert np.array_equal(runs[0][1]["force"], runs[1][1]["force"])
+    assert runs[0][2] == runs[1][2]
 
 
 def test_open_close_cap_warns():
