@@ -254,7 +254,7 @@ class Simulation:
             raise InputError("%s: no_ratch=True does not apply to ellipsoids or ellipses (its "
                              "branch vectors r n assume the contact point on the line of "
                              "centres); use no_ratch=False" % what)
-        for kind, count in (("mesh walls", len(self.mesh_walls)),
+        for kind, count in (("mesh walls", len(self.mesh_walls) if self.domain.dim == 2 else 0),
                             ("boundary segments", len(self.segments) + len(self.points)),
                             ("region walls", len(self.region_walls)),
                             ("bonds", int(self.interactions["bond"].any))):
@@ -459,7 +459,6 @@ class Simulation:
         (vertex_velocities, one per mesh vertex); change it later through
         sim.mesh_walls[i].motion.set_velocity(...). Collective: call on every rank. A
         fixed wall entirely outside the domain is refused."""
-        self._no_shapes("add_mesh_wall", "mesh walls")
         self.collective.same("add_mesh_wall", mesh=mesh, material=material, mode=mode,
                              cutoff_angle=cutoff_angle, velocity=velocity,
                              angular_velocity=angular_velocity, reference_point=reference_point,
@@ -473,6 +472,9 @@ class Simulation:
                 raise InputError("add_mesh_wall %r: the mesh (box %s..%s) lies entirely outside "
                                  "the domain %s..%s" % (name or mesh.name, fmt(lo), fmt(hi),
                                                         fmt(self.domain.lo), fmt(self.domain.hi)))
+        if self.shapes and self.domain.dim == 2:
+            raise InputError("add_mesh_wall: contacts of ellipses with mesh walls are not "
+                             "available (mesh walls touch 3D ellipsoids)")
         idx = self.mesh_walls.add(mesh, m.index, mode, cutoff_angle, velocity, angular_velocity,
                                   reference_point, vertex_velocities, name)
         self._scene_changed()
@@ -1079,7 +1081,11 @@ class Simulation:
         their moments about the wall's reference point W_r (seed 004). Collective; the
         contact rows of all ranks are summed in key order, so the result has the same
         bits on any number of ranks."""
-        return self.interactions["mesh"].loads()
+        loads = self.interactions["mesh"].loads()
+        if self.shapes:             # the same on every rank: both collective or neither
+            more = self.interactions["ellmesh"].loads()
+            loads = {k: loads[k] + more[k] for k in loads}
+        return loads
 
     def global_sum(self, value):
         """Sum over ranks of a number or array computed on each rank from what it owns

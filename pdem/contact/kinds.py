@@ -319,6 +319,7 @@ class FacetContacts(WallContacts):
     """Ball-facet candidates of the mesh walls (seed 004, pyx/facets.pyx), sorted by
     (particle id, global facet), in groups of consecutive rows of one (particle, wall)."""
     name = "mesh"
+    ellipsoids = False              # the rows of this kind: spheres (or ellipsoids)
 
     def __init__(self, sim):
         super().__init__(sim)
@@ -340,6 +341,10 @@ class FacetContacts(WallContacts):
         self.n_local_facets = len(local)
         p, f = fk.facet_candidates(st.pos, st.radius, b.n_own, mw.vertices, mw.facets, local,
                                    b.skin)
+        mask = shaped(sim, p)
+        if mask is not None:             # ellipsoids: EllipsoidFacetContacts
+            keep = mask if self.ellipsoids else ~mask
+            p, f = p[keep], f[keep]
         key = keys.make(st.id[p], f)
         order = np.argsort(key, kind="stable")
         rows = ContactBatch(p[order], f[order], key[order])
@@ -391,6 +396,11 @@ class FacetContacts(WallContacts):
             mw.wall_material, mw.wall_cos_theta, mw.wall_full, mw.wall_rigid, mw.wall_v,
             mw.wall_w, mw.wall_ref, mw.vertex_vel, table, nmat, sim.dt, sim.flags, fr.active,
             fr.state, self.holder, sim.threads)
+        return self._checked(ratio, k, crowded)
+
+    def _checked(self, ratio, k, crowded):
+        sim, fr = self.sim, self.batch
+        st, mw = sim.store, sim.mesh_walls
         if crowded >= 0:
             end = self.groups[np.searchsorted(self.groups, crowded, "right")]
             return ("step %d: particle id %d is within the skin of %d facets of mesh wall %d "
@@ -400,8 +410,13 @@ class FacetContacts(WallContacts):
         if k >= 0 and not (ratio <= sim.max_overlap):
             return overlap_message(sim, ratio, "particle %d and mesh wall %d (facet %d)"
                                    % (st.id[fr.i1[k]], mw.facet_wall[fr.i2[k]], fr.i2[k]),
-                                   st.radius[fr.i1[k]])
+                                   None if self.ellipsoids else st.radius[fr.i1[k]])
         return None
+
+    def _torques(self, a):
+        """Torques on the particles of the active rows a."""
+        return ck.contact_torques(self.batch.state[a], self.sim.store.radius[self.batch.i1[a]],
+                                  2, self.sim.lever_flags)
 
     def loads(self):
         """{"force", "moment"} ON each wall, (n_walls, 3) each, the moment about the
@@ -415,8 +430,7 @@ class FacetContacts(WallContacts):
         arm = st.pos[fr.i1[a]] - mw.reference_points()[wall]
         rows = sim.collective.allgather({
             "key": fr.key[a], "wall": wall, "force": -f,
-            "moment": -(np.cross(arm, f) + ck.contact_torques(fr.state[a], st.radius[fr.i1[a]],
-                                                              2, sim.lever_flags))})
+            "moment": -(np.cross(arm, f) + self._torques(a))})
         order = np.argsort(rows["key"], kind="stable")
         out = {"force": np.zeros((len(mw), 3)), "moment": np.zeros((len(mw), 3))}
         for w in range(len(mw)):
@@ -695,3 +709,4 @@ class EllipsoidPlaneContacts(ShapeRows, WallContacts):
 
 from .bonds import BondContacts  # noqa: E402,F401  (registered last: its sums come last)
 from .region_walls import RegionWallContacts  # noqa: E402,F401  (after bonds: no old sum moves)
+from .ellipsoid_facets import EllipsoidFacetContacts  # noqa: E402,F401  (last: codes kept)

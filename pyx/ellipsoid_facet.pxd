@@ -1,0 +1,224 @@
+# Ellipsoid-triangle contact geometry for faceted walls (issue 16 with seed 004).
+#
+# The triangle T (vertices a, b, c) is body 1, the ellipsoid E (centre o, support map
+# s(n) = A n / h(n), ellipsoid.pxd) body 2. For a unit n from the wall to the particle,
+# the gap along n is (seed 002's c.n test; docs/ellipsoids.md "The common-normal solve")
+#
+#     g(n) = min_t n.t' - max_e n.e' = -h(n) - max_i n.(V_i - o)      (V_i the corners)
+#
+# and max_n g(n) is the distance of separated bodies, minus the (Minkowski) penetration
+# depth of overlapping ones. Because h_T(n) = max_i n.V_i is piecewise linear, the
+# maximum lies in the normal cone of one feature of T, where it is the maximum of that
+# feature's own gap; each has a closed form or a 1D root:
+#   face:   n = the facet normal on the side of the centre: the ellipsoid-plane formula;
+#   edge:   n orthogonal to the edge: the signed distance of the edge's line (a point
+#           in the plane orthogonal to it) to the shadow ellipse of E in that plane;
+#   vertex: the signed distance of the vertex to E (nearest surface point, inside or out).
+# Each candidate n is scored by the true g(n) above (never above the maximum, equal to
+# it for the feature whose cone holds it), and the best is kept (ties: face, edges,
+# vertices in order). Then c2 = o - s(n) is E's contact point, the wall contact point
+# (seed 004's WP) is the foot c2 - g n, and its region and barycentric weights are
+# those of trigeom.tri_closest at that foot (it lies on T whenever n is in its feature's
+# cone). A sphere (a1 = a2 = a3 = r) gives the ball-facet geometry: the closest point of
+# T to the centre, distance - r.
+from libc.math cimport sqrt, fabs, atan2, cos, sin
+from vecmath cimport v3, V, vadd, vsub, vscale, vneg, vdot, vcross, vnorm, mdot, mtdot
+from ellipsoid cimport Ell, ell_support
+from trigeom cimport tri_closest
+
+
+cdef inline double ell_nearest(int dim, const double* a2, const double* y,
+                               double* x) noexcept nogil:
+    """Nearest point x of the ellipsoid sum_i x_i^2 / a2_i = 1 (its axis frame, dim 2
+    or 3 axes) to the point y, inside or outside; returns t with y - x = t grad, grad_i
+    = x_i / a2_i, so that the signed distance is t |grad| (negative inside). x_i =
+    a2_i y_i / (a2_i + t) with t the root in (-min a2, inf) of S(t) = sum_i a2_i y_i^2 /
+    (a2_i + t)^2 = 1, S decreasing there (Eberly, "Distance from a point to an
+    ellipse, an ellipsoid, or a hyperellipsoid", Geometric Tools, 2013). Root bracket:
+    t >= -a2_i + a_i |y_i| for each i (that term alone is 1 there), t <= -min a2 +
+    max a |y| (every term <= y_i^2 / |y|^2); Newton on S^-1/2 - 1 (linear in t for a
+    sphere), bisection when a step leaves the bracket. y on the plane of the smallest
+    axis too close to the centre for a root: t = -min a2 (Eberly's degenerate case)."""
+    cdef int i, it, im = 0
+    cdef double lo, hi, t, tn, S, dS, d, r, ymag = 0.0, amax = 0.0, rest
+    for i in range(dim):
+        ymag = ymag + y[i] * y[i]
+        if a2[i] < a2[im]:
+            im = i
+        if a2[i] > amax:
+            amax = a2[i]
+    ymag = sqrt(ymag)
+    lo = -a2[im]
+    for i in range(dim):
+        t = -a2[i] + sqrt(a2[i]) * fabs(y[i])
+        if t > lo:
+            lo = t
+    hi = -a2[im] + sqrt(amax) * ymag
+    if y[im] == 0.0:               # the degenerate case: S at the pole, without 0/0
+        S = 0.0
+        for i in range(dim):
+            d = a2[i] - a2[im]
+            if y[i] != 0.0 and d > 0.0:
+                S = S + a2[i] * y[i] * y[i] / (d * d)
+            elif y[i] != 0.0:            # an equal smallest axis off the plane: a root
+                S = 2.0
+        if S <= 1.0:
+            rest = 1.0
+            for i in range(dim):
+                d = a2[i] - a2[im]
+                x[i] = a2[i] * y[i] / d if (d > 0.0 and y[i] != 0.0) else 0.0
+                rest = rest - x[i] * x[i] / a2[i]
+            x[im] = sqrt(a2[im] * rest) if rest > 0.0 else 0.0
+            return -a2[im]
+    t = hi
+    for it in range(200):
+        S = 0.0
+        dS = 0.0
+        for i in range(dim):
+            d = a2[i] + t
+            r = a2[i] * y[i] * y[i] / (d * d)
+            S = S + r
+            dS = dS - 2.0 * r / d
+        if S > 1.0:
+            lo = t
+        else:
+            hi = t
+        if S == 1.0 or not (S > 0.0):
+            break
+        tn = t - (1.0 / sqrt(S) - 1.0) / (-0.5 * dS / (S * sqrt(S)))
+        if not (tn > lo and tn < hi):
+            tn = 0.5 * (lo + hi)
+        if fabs(tn - t) <= 1e-15 * (fabs(t) + amax):
+            t = tn
+            break
+        t = tn
+    for i in range(dim):
+        x[i] = a2[i] * y[i] / (a2[i] + t)
+    return t
+
+
+cdef inline double tri_gap(const Ell* e, v3 n, v3 a, v3 b, v3 c, v3* s) noexcept nogil:
+    """g(n) = -h(n) - max_i n.(V_i - o); s = s(n)."""
+    cdef double h = ell_support(e, n, s), m = vdot(n, vsub(a, e.o)), k
+    k = vdot(n, vsub(b, e.o))
+    if k > m:
+        m = k
+    k = vdot(n, vsub(c, e.o))
+    if k > m:
+        m = k
+    return -h - m
+
+
+cdef inline v3 vertex_normal(const Ell* e, v3 p) noexcept nogil:
+    """n (from p to E) of the signed distance of the point p to E: minus the outward
+    normal at the nearest surface point."""
+    cdef double y[3]
+    cdef double x[3]
+    cdef double a2[3]
+    cdef v3 yb = mdot(e.M, vsub(p, e.o)), gb
+    y[0] = yb.x; y[1] = yb.y; y[2] = yb.z
+    a2[0] = e.a2.x; a2[1] = e.a2.y; a2[2] = e.a2.z
+    ell_nearest(3, a2, y, x)
+    gb = mtdot(e.M, V(x[0] / a2[0], x[1] / a2[1], x[2] / a2[2]))
+    return vscale(gb, -1.0 / vnorm(gb))
+
+
+cdef inline v3 edge_normal(const Ell* e, v3 p, v3 q) noexcept nogil:
+    """n (orthogonal to the line pq, from it to E) of the signed distance of the line to
+    E: in an orthonormal basis (u, w) of the plane orthogonal to the line, the point
+    (u.(p - o), w.(p - o)) against the shadow ellipse of E, whose shape matrix is the
+    restriction [[u.Au, u.Aw], [u.Aw, w.Aw]] of A (support functions agree on the plane),
+    turned to its principal axes."""
+    cdef v3 d = vsub(q, p), u, w, k, au, aw, gb
+    cdef double y[2]
+    cdef double x[2]
+    cdef double a2[2]
+    cdef double P, R, Q, m, rr, th, cs, sn, y0, y1
+    d = vscale(d, 1.0 / vnorm(d))
+    k = V(1.0, 0.0, 0.0) if (fabs(d.x) <= fabs(d.y) and fabs(d.x) <= fabs(d.z)) else \
+        (V(0.0, 1.0, 0.0) if fabs(d.y) <= fabs(d.z) else V(0.0, 0.0, 1.0))
+    u = vcross(d, k)
+    u = vscale(u, 1.0 / vnorm(u))
+    w = vcross(d, u)
+    au = mdot(e.A, u)
+    aw = mdot(e.A, w)
+    P = vdot(u, au)
+    R = vdot(u, aw)
+    Q = vdot(w, aw)
+    m = 0.5 * (P + Q)
+    rr = sqrt(0.25 * (P - Q) * (P - Q) + R * R)
+    th = 0.5 * atan2(2.0 * R, P - Q)           # principal axis 1 at angle th from u
+    cs = cos(th)
+    sn = sin(th)
+    a2[0] = m + rr
+    a2[1] = m - rr
+    y0 = vdot(u, vsub(p, e.o))
+    y1 = vdot(w, vsub(p, e.o))
+    y[0] = cs * y0 + sn * y1
+    y[1] = -sn * y0 + cs * y1
+    ell_nearest(2, a2, y, x)
+    x[0] = x[0] / a2[0]
+    x[1] = x[1] / a2[1]
+    gb = vadd(vscale(u, cs * x[0] - sn * x[1]), vscale(w, sn * x[0] + cs * x[1]))
+    return vscale(gb, -1.0 / vnorm(gb))
+
+
+cdef inline int edge_point(v3 p, v3 a, v3 b, v3 c, int k, v3* wp, double* bary) noexcept nogil:
+    """The point of local edge k (0: ab, 1: bc, 2: ca) nearest to p, its region code
+    (edge 1 + k, or the end vertex when beyond it) and barycentric weights."""
+    cdef v3 s = a if k == 0 else (b if k == 1 else c)
+    cdef v3 t = b if k == 0 else (c if k == 1 else a)
+    cdef int i = k, j = (k + 1) % 3
+    cdef v3 d = vsub(t, s)
+    cdef double lam = vdot(vsub(p, s), d) / vdot(d, d)
+    if lam <= 0.0:
+        wp[0] = s
+        bary[i] = 1.0
+        return 4 + i
+    if lam >= 1.0:
+        wp[0] = t
+        bary[j] = 1.0
+        return 4 + j
+    wp[0] = vadd(s, vscale(d, lam))
+    bary[i] = 1.0 - lam
+    bary[j] = lam
+    return 1 + k
+
+
+cdef inline int ell_triangle(const Ell* e, v3 a, v3 b, v3 c, v3 nf, v3* n, double* g,
+                             v3* foot, v3* wp, double* bary) noexcept nogil:
+    """Contact geometry of E and the triangle abc (unit normal nf): n (from the wall to
+    E), the gap g, the foot c2 - g n (c2 = o - s(n) on E), the wall contact point wp and
+    its barycentric weights; returns wp's region (trigeom codes)."""
+    cdef v3 cand[7]
+    cdef v3 s, best_s
+    cdef double gk, best
+    cdef int k, kb = 0
+    cand[0] = nf if vdot(nf, vsub(e.o, a)) >= 0.0 else vneg(nf)
+    cand[1] = edge_normal(e, a, b)
+    cand[2] = edge_normal(e, b, c)
+    cand[3] = edge_normal(e, c, a)
+    cand[4] = vertex_normal(e, a)
+    cand[5] = vertex_normal(e, b)
+    cand[6] = vertex_normal(e, c)
+    best = tri_gap(e, cand[0], a, b, c, &best_s)
+    for k in range(1, 7):
+        gk = tri_gap(e, cand[k], a, b, c, &s)
+        if gk > best:
+            best = gk
+            best_s = s
+            kb = k
+    n[0] = cand[kb]
+    g[0] = best
+    foot[0] = vsub(vsub(e.o, best_s), vscale(cand[kb], best))
+    if kb == 0:
+        return tri_closest(foot[0], a, b, c, wp, &bary[0], &bary[1], &bary[2])
+    # an edge or a vertex won: its region by construction (the foot lies on the edge up
+    # to round-off, which tri_closest could place inside the face, unlinking the
+    # neighbour facets of seed 004's associative logic)
+    bary[0] = 0.0; bary[1] = 0.0; bary[2] = 0.0
+    if kb >= 4:
+        bary[kb - 4] = 1.0
+        wp[0] = a if kb == 4 else (b if kb == 5 else c)
+        return kb
+    return edge_point(foot[0], a, b, c, kb - 1, wp, bary)
