@@ -655,9 +655,6 @@ class Simulation:
             raise InputError("block: unknown dof %r (known: %s)" % (bad[0], list(DOF_BITS)))
         mask = np.uint8(sum(DOF_BITS[d] for d in set(names)))
         idx = self._local_index(ids)
-        if mask & 56:
-            shapes.refuse(self, idx, ("block", "blocked rotations of ellipsoids are not "
-                                               "available yet"))
         self.store.blocked[idx] |= mask
 
     def set_velocity(self, ids, velocity=None, angular_velocity=None, block=False):
@@ -683,9 +680,6 @@ class Simulation:
             if block:
                 self.store.blocked[idx] |= 7
         if angular_velocity is not None:
-            if block:
-                shapes.refuse(self, idx, ("set_velocity", "blocked rotations of ellipsoids "
-                                                          "are not available yet"))
             self.store.angvel[idx] = angular_velocity[found]
             shapes.renew(self, idx)           # ellipsoids: L from the new omega
             if block:

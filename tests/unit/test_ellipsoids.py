@@ -313,7 +313,7 @@ def test_frames_carry_shape_and_a_tensor_for_paraview(tmp_path):
 
 def test_editing_ellipsoids():
     """set_velocity gives an ellipsoid its angular momentum R I R^T omega; set_material
-    its mass from its semi-axes; set_radius and blocked rotations are refused."""
+    its mass from its semi-axes; set_radius is refused."""
     sim = box()
     m = sim.material("m", density=1000.0, kn=1e3)
     heavy = sim.material("heavy", density=3000.0, kn=1e3)
@@ -328,9 +328,7 @@ def test_editing_ellipsoids():
     assert np.allclose(sim.store.angmom[0], world_L(p)[0], rtol=1e-14, atol=0)
     with pytest.raises(pdem.InputError, match="set_radius: particle id 0 is an ellipsoid"):
         sim.set_radius([0], 0.1)
-    with pytest.raises(pdem.InputError, match="block: particle id 0 is an ellipsoid"):
-        sim.block([0], "rx")
-    sim.block([0], "xyz")                      # translations are fine
+    sim.block([0], "xyz")
 
 
 # ------------------------------------------------------------------- 2D ellipses
@@ -428,3 +426,63 @@ def test_checkpoint_before_shapes_restarts_as_spheres(tmp_path):
     p, q = straight.particles(), resumed.particles()
     for k in p:
         assert np.array_equal(p[k], q[k]), k
+
+
+# ------------------------------------------------------------------- blocked rotations
+def spinning_on_a_plane(blocked, omega, steps=1500):
+    """A tilted ellipsoid pressed on a rough plane and spun, with the given rotations
+    blocked (set_velocity(..., block=True) holds omega's blocked components)."""
+    sim = box(0.4, periodic=(True, True, False), dt=2e-4, gravity=(0, 0, -G))
+    m = sim.material("m", density=1000.0, kn=1e4, friction=0.5, restitution=0.3,
+                     rolling_friction=0.1, rolling_stiffness=0.3)
+    sim.add_plane((0, 0, 0), (0, 0, 1), m)
+    q = np.array([0.9, 0.3, -0.2, 0.1])
+    q /= np.linalg.norm(q)
+    ids = sim.add_ellipsoids([[0.2, 0.2, 0.022]], [[0.03, 0.02, 0.01]], m, orientations=[q],
+                             velocities=[[0.3, -0.1, 0]], angular_velocities=[omega])
+    sim.block(ids, blocked)
+    q0 = sim.particles()["orientation"][0].copy()
+    out = []
+    for _ in range(steps):
+        sim.step()
+        p = sim.particles()
+        out.append((p["orientation"][0].copy(), p["angular_velocity"][0].copy(),
+                    sim.store.angmom[0].copy()))
+    return q0, out, sim
+
+
+def test_all_rotations_blocked_keeps_the_orientation_bit_for_bit():
+    q0, out, sim = spinning_on_a_plane(["rx", "ry", "rz"], [0.0, 0.0, 0.0])
+    assert len(sim.contacts()["kind"]) == 1            # torques acted on it
+    for q, w, L in out:
+        assert np.array_equal(q, q0)
+        assert not np.any(w) and not np.any(L)
+
+
+def test_rx_ry_blocked_turns_about_z_only():
+    """Blocked x and y rotations: omega_x = omega_y = 0 held, the body turns about the
+    world z axis only (the z components of its axes stay, to round-off) while the
+    free omega_z follows L_z = I_zz omega_z (I_zz constant under z rotations) and the
+    friction torque about z."""
+    q0, out, sim = spinning_on_a_plane(["rx", "ry"], [0.0, 0.0, 20.0])
+    z0 = rot(q0)[2]                                   # z components of the body axes
+    turned = 0.0
+    for q, w, L in out:
+        assert w[0] == 0.0 and w[1] == 0.0
+        assert np.abs(rot(q)[2] - z0).max() < 1e-13
+        I_w = rot(q) @ np.diag(sim.particles()["inertia"][0]) @ rot(q).T
+        assert abs(L[2] - I_w[2, 2] * w[2]) < 1e-14 * abs(L[2]) + 1e-18
+        turned = max(turned, abs(w[2]))
+    assert out[-1][1][2] != 20.0 and turned > 0       # omega_z is free (changed)
+
+
+def test_set_velocity_with_block_holds_a_spin():
+    """set_velocity(..., block=True) prescribes all three components: the body spins at
+    the given omega whatever the contact torques, its L = I_w omega."""
+    q0, out, sim = spinning_on_a_plane([], [1.0, -2.0, 3.0], steps=1)
+    sim.set_velocity([0], angular_velocity=[1.0, -2.0, 3.0], block=True)
+    for _ in range(500):
+        sim.step()
+        p = sim.particles()
+        assert np.array_equal(p["angular_velocity"][0], [1.0, -2.0, 3.0])
+    assert np.allclose(world_L(p)[0], sim.store.angmom[0], rtol=1e-13, atol=1e-18)
