@@ -220,3 +220,25 @@ def rotational_energy(store, dt):
     bp = np.einsum("nij,nj->ni", R, L_plus)
     bm = np.einsum("nij,nj->ni", R, L_minus)
     return 0.5 * float(np.sum(bm * bp / store.inertia_body[idx]))
+
+
+def timestep_radii(store, n):
+    """Radii of the owned particles 0..n-1 for the time-step check: (small, large). A
+    sphere: r, r. A non-sphere: small = its smallest semi-axis, for the Rayleigh time
+    (Hertz): pressed on its flattest side (R_e = a1 a2 / a3 with a1 >= a2 >= a3, m =
+    rho 4/3 pi a1 a2 a3) its Hertz contact frequency sqrt(k/m) is that of a sphere of
+    radius a3 times (a3^2 / (a1 a2))^(1/4) <= 1, other sides giving less, so the Rayleigh
+    time of a3 does not overestimate the step (the bounding radius a1 would, by (a1 /
+    a3)^(5/4) (a3^2 / (a1 a2))^(1/4) in frequency). large = the largest equivalent
+    radius of its contacts (R_e against a plane, the largest), a1 a2 / a3 (an ellipse:
+    its largest radius of curvature a1^2 / a2), for a radius-dependent k_n."""
+    small = store.radius[:n].copy()
+    large = small.copy()
+    ell = np.flatnonzero(store.shape[:n] != 0)
+    if len(ell):
+        a = -np.sort(-store.semi_axes[ell], axis=1)     # descending
+        flat = store.shape[ell] == SHAPES["ellipse"]
+        small[ell] = np.where(flat, a[:, 1], a[:, 2])
+        large[ell] = np.where(flat, a[:, 0] ** 2 / a[:, 1],
+                              a[:, 0] * a[:, 1] / np.where(flat, 1.0, a[:, 2]))
+    return small, large

@@ -9,6 +9,7 @@ import numpy as np
 from .._kernels import integrate
 from ..errors import InputError, TimeStepWarning
 from ..materials import COL
+from ..shapes import timestep_radii
 from .base import Scheme, register
 
 # fewer steps than this per contact duration (Hooke: pi sqrt(m*/k_n)) warn: the
@@ -128,7 +129,8 @@ def check_mesh_cohesion(sim):
 def check_timestep(sim):
     """Refuse dt above the stability limit of the stiffest contact on the lightest
     particle: 2 / omega with omega = sqrt(k_n / m*) (Hooke), or the Rayleigh time
-    pi R sqrt(rho / G) / (0.1631 nu + 0.8766) (Hertz). Collective."""
+    pi R sqrt(rho / G) / (0.1631 nu + 0.8766) (Hertz), with the smallest radius (a
+    non-sphere: its smallest semi-axis, pdem.shapes.timestep_radii). Collective."""
     st, n = sim.store, sim.store.n_own
     mats = sim.materials
     nmat = len(mats.materials)
@@ -136,10 +138,10 @@ def check_timestep(sim):
         return
     # per material over all ranks: smallest mass, smallest and largest radius
     stats = np.full((3, nmat), np.inf)
+    small, large = (timestep_radii(st, n) if sim.shapes else (st.radius[:n], st.radius[:n]))
     for mi in np.unique(st.material[:n]):
         sel = st.material[:n] == mi
-        stats[:, mi] = (st.mass[:n][sel].min(), st.radius[:n][sel].min(),
-                        -st.radius[:n][sel].max())
+        stats[:, mi] = (st.mass[:n][sel].min(), small[sel].min(), -large[sel].max())
     stats = -sim.collective.max(-stats)
     own_mat = np.flatnonzero(np.isfinite(stats[0]))
     walls = np.unique(np.r_[sim.planes.material, sim.mesh_walls.wall_material,

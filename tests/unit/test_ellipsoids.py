@@ -486,3 +486,24 @@ def test_set_velocity_with_block_holds_a_spin():
         p = sim.particles()
         assert np.array_equal(p["angular_velocity"][0], [1.0, -2.0, 3.0])
     assert np.allclose(world_L(p)[0], sim.store.angmom[0], rtol=1e-13, atol=1e-18)
+
+
+# ------------------------------------------------------------------- time-step check
+def test_hertz_timestep_check_uses_the_smallest_semi_axis():
+    """A flat Hertz ellipsoid (0.05, 0.04, 0.005): the critical step is the Rayleigh
+    time pi R sqrt(rho/G) / (0.1631 nu + 0.8766) with R = the thickness 0.005, ten times
+    below the bounding radius' (which would accept a step ~4x its contact-frequency
+    limit: pdem.shapes.timestep_radii)."""
+    rho, E, nu = 2500.0, 1e7, 0.3
+    t_r = math.pi * 0.005 * math.sqrt(rho / (E / (2 * (1 + nu)))) / (0.1631 * nu + 0.8766)
+    for dt, refused in ((1.02 * t_r, True), (0.98 * t_r, False), (5 * t_r, True)):
+        sim = box(1.0, periodic=(False,) * 3, dt=dt)
+        m = sim.material("m", density=rho, law="hertz", young=E, poisson=nu)
+        sim.add_plane((0, 0, 0), (0, 0, 1), m)
+        sim.add_ellipsoids([[0.5, 0.5, 0.5]], [[0.05, 0.04, 0.005]], m)
+        if refused:
+            with pytest.raises(pdem.InputError, match="Rayleigh time of material 'm'"):
+                sim.step()
+        else:
+            with pytest.warns(pdem.TimeStepWarning):
+                sim.step()
