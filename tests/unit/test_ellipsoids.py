@@ -507,3 +507,20 @@ def test_hertz_timestep_check_uses_the_smallest_semi_axis():
         else:
             with pytest.warns(pdem.TimeStepWarning):
                 sim.step()
+
+
+def test_jkr_with_ellipsoids_is_refused():
+    """JKR's tensile branch needs contacts beyond zero overlap, which the ellipsoid
+    kinds end: one clear line at the first step; DMT is fine."""
+    for cohesion, refused in (("jkr", True), ("dmt", False)):
+        sim = box(1.0, periodic=(False,) * 3, dt=1e-6)
+        m = sim.material("m", density=2500.0, law="hertz", young=1e7, poisson=0.3,
+                         cohesion=cohesion, surface_energy=0.1)
+        sim.add_plane((0, 0, 0), (0, 0, 1), m)
+        sim.add_ellipsoids([[0.5, 0.5, 0.5]], [[0.05, 0.04, 0.03]], m)
+        if refused:
+            with pytest.raises(pdem.InputError, match="pair \\('m', 'm'\\): cohesion 'jkr' "
+                               "is not available for ellipsoids or ellipses"):
+                sim.step()
+        else:
+            sim.step()
