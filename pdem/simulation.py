@@ -255,7 +255,8 @@ class Simulation:
                              "branch vectors r n assume the contact point on the line of "
                              "centres); use no_ratch=False" % what)
         for kind, count in (("mesh walls", len(self.mesh_walls) if self.domain.dim == 2 else 0),
-                            ("boundary segments", len(self.segments) + len(self.points)),
+                            ("boundary segments", (len(self.segments) + len(self.points))
+                             if self.domain.dim == 3 else 0),
                             ("region walls", len(self.region_walls)),
                             ("bonds", int(self.interactions["bond"].any))):
             if count:
@@ -409,7 +410,8 @@ class Simulation:
         joint of segments is no bump). Returns the segment indices. Collective."""
         self.collective.same("add_segments", x0=x0, x1=x1, material=material,
                              end_points=end_points)
-        self._no_shapes("add_segments", "boundary segments")
+        if self.domain.dim == 3:
+            self._no_shapes("add_segments", "boundary segments in 3D")
         x0, m = self._wall_points("add_segments", "x0", x0, material)
         x1, _ = self._wall_points("add_segments", "x1", x1, material, len(x0))
         zero = np.flatnonzero(np.all(x1 == x0, axis=1))
@@ -428,7 +430,8 @@ class Simulation:
         already there are not repeated. Returns the indices of the points given.
         Collective."""
         self.collective.same("add_points", points=points, material=material)
-        self._no_shapes("add_points", "boundary points")
+        if self.domain.dim == 3:
+            self._no_shapes("add_points", "boundary points in 3D")
         pts, m = self._wall_points("add_points", "points", points, material)
         new = self.points.new_points(pts)
         self.points.add(new, new, m.index)
@@ -1056,18 +1059,23 @@ class Simulation:
     def plane_forces(self):
         """Force ON each plane, (n_planes, 3): minus the sum of its contact forces on
         the particles, summed over ranks (collective)."""
-        loads = self.interactions["plane"].loads()
-        if self.shapes:             # the same on every rank: both collective or neither
-            loads = loads + self.interactions["ellplane"].loads()
-        return loads
+        return self._wall_loads("plane", "ellplane")
 
     def segment_forces(self):
         """Force ON each boundary segment, (n_segments, 3), summed over ranks (collective)."""
-        return self.interactions["segment"].loads()
+        return self._wall_loads("segment", "ellseg")
 
     def point_forces(self):
         """Force ON each boundary point, (n_points, 3), summed over ranks (collective)."""
-        return self.interactions["point"].loads()
+        return self._wall_loads("point", "ellpoint")
+
+    def _wall_loads(self, kind, shaped_kind):
+        """loads() of a wall kind and (with non-spheres, the same on every rank) its
+        non-sphere kind."""
+        loads = self.interactions[kind].loads()
+        if self.shapes:
+            loads = loads + self.interactions[shaped_kind].loads()
+        return loads
 
     def mesh_wall_forces(self):
         """Force and moment ON each mesh wall, {"force": (n_walls, 3), "moment":

@@ -109,17 +109,19 @@ cdef inline double tri_gap(const Ell* e, v3 n, v3 a, v3 b, v3 c, v3* s) noexcept
     return -h - m
 
 
-cdef inline v3 vertex_normal(const Ell* e, v3 p) noexcept nogil:
+cdef inline v3 vertex_normal(const Ell* e, v3 p, int dim) noexcept nogil:
     """n (from p to E) of the signed distance of the point p to E: minus the outward
-    normal at the nearest surface point."""
+    normal at the nearest surface point (dim 2: an ellipse of ellipsoid.ell2_make and p
+    in its plane)."""
     cdef double y[3]
     cdef double x[3]
     cdef double a2[3]
     cdef v3 yb = mdot(e.M, vsub(p, e.o)), gb
     y[0] = yb.x; y[1] = yb.y; y[2] = yb.z
     a2[0] = e.a2.x; a2[1] = e.a2.y; a2[2] = e.a2.z
-    ell_nearest(3, a2, y, x)
-    gb = mtdot(e.M, V(x[0] / a2[0], x[1] / a2[1], x[2] / a2[2]))
+    x[2] = 0.0
+    ell_nearest(dim, a2, y, x)
+    gb = mtdot(e.M, V(x[0] / a2[0], x[1] / a2[1], x[2] / a2[2] if dim == 3 else 0.0))
     return vscale(gb, -1.0 / vnorm(gb))
 
 
@@ -198,9 +200,9 @@ cdef inline int ell_triangle(const Ell* e, v3 a, v3 b, v3 c, v3 nf, v3* n, doubl
     cand[1] = edge_normal(e, a, b)
     cand[2] = edge_normal(e, b, c)
     cand[3] = edge_normal(e, c, a)
-    cand[4] = vertex_normal(e, a)
-    cand[5] = vertex_normal(e, b)
-    cand[6] = vertex_normal(e, c)
+    cand[4] = vertex_normal(e, a, 3)
+    cand[5] = vertex_normal(e, b, 3)
+    cand[6] = vertex_normal(e, c, 3)
     best = tri_gap(e, cand[0], a, b, c, &best_s)
     for k in range(1, 7):
         gk = tri_gap(e, cand[k], a, b, c, &s)
@@ -222,3 +224,19 @@ cdef inline int ell_triangle(const Ell* e, v3 a, v3 b, v3 c, v3 nf, v3* n, doubl
         wp[0] = a if kb == 4 else (b if kb == 5 else c)
         return kb
     return edge_point(foot[0], a, b, c, kb - 1, wp, bary)
+
+
+cdef inline double ell_line(const Ell* e, v3 a, v3 b, v3* m, v3* q) noexcept nogil:
+    """An ellipse (xy plane) against the line through the segment ab: m = the line's
+    unit normal on the centre's side, the gap (o - a).m - h(m) (the ellipsoid-plane
+    formula), q = the foot on the line of E's contact point c2 = o - s(m); returns the
+    foot's parameter along ab (in [0, 1]: within the segment's span)."""
+    cdef v3 t = vsub(b, a), s
+    cdef double tt = vdot(t, t), sd
+    m[0] = vscale(V(-t.y, t.x, 0.0), 1.0 / sqrt(t.x * t.x + t.y * t.y))
+    if vdot(vsub(e.o, a), m[0]) < 0.0:
+        m[0] = vneg(m[0])
+    ell_support(e, m[0], &s)
+    sd = vdot(vsub(vsub(e.o, s), a), t) / tt
+    q[0] = vadd(a, vscale(t, sd))
+    return sd

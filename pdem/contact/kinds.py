@@ -485,10 +485,16 @@ class FootContacts(TangentPlaneContacts):
     def n_elements(self):
         return len(self.elements())
 
+    ellipses = False                # the rows of this kind: spheres (or ellipses)
+
     def build(self, b):
         sim, el = self.sim, self.elements()
         st = sim.store
         p, w = sk.candidates(st.pos, st.radius, b.n_own, el.a, el.b, b.skin, sim.threads)
+        mask = shaped(sim, p)
+        if mask is not None:             # ellipses: pdem.contact.ellipse_segments
+            keep = mask if self.ellipses else ~mask
+            p, w = p[keep], w[keep]
         rows = ContactBatch(p, w, keys.make(st.id[p], w))
         rows.carry_from(self.batch)
         self.batch = rows
@@ -710,3 +716,4 @@ class EllipsoidPlaneContacts(ShapeRows, WallContacts):
 from .bonds import BondContacts  # noqa: E402,F401  (registered last: its sums come last)
 from .region_walls import RegionWallContacts  # noqa: E402,F401  (after bonds: no old sum moves)
 from .ellipsoid_facets import EllipsoidFacetContacts  # noqa: E402,F401  (last: codes kept)
+from .ellipse_segments import EllipsePointContacts, EllipseSegmentContacts  # noqa: E402,F401

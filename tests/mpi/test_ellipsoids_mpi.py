@@ -51,14 +51,20 @@ def tumbler(comm, threads=1, mesh=False):
     return sim
 
 
-def tumbler2d(comm, threads=1):
-    """The 2D counterpart: ellipses and disks over a line, periodic along x."""
+def tumbler2d(comm, threads=1, segments=False):
+    """The 2D counterpart: ellipses and disks over a line, periodic along x (segments:
+    over a zigzag of boundary segments and their end points instead)."""
     sim = pdem.Simulation(pdem.Domain((0, 0), (1.2, 0.9), periodic=(True, False), dim=2),
                           dt=4e-4, gravity=(0, -9.81, 0), comm=comm, threads=threads,
                           check_ids=True)
     m = sim.material("m", density=1000.0, kn=1e6, friction=0.4, restitution=0.4,
                      rolling_friction=0.05, rolling_stiffness=0.3)
-    sim.add_plane((0, 0, 0), (0, 1, 0), m)
+    if segments:
+        x = np.linspace(-0.1, 1.3, 15)
+        y = np.where(np.arange(15) % 2, 0.0, 0.03)
+        sim.add_segments(np.c_[x[:-1], y[:-1]], np.c_[x[1:], y[1:]], m)
+    else:
+        sim.add_plane((0, 0, 0), (0, 1, 0), m)
     rng = np.random.default_rng(8)
     x, y = np.meshgrid(np.arange(0.075, 1.2, 0.15), np.arange(0.1, 0.85, 0.15), indexing="ij")
     pos = np.column_stack([x.ravel(), y.ravel()]) + rng.uniform(-0.01, 0.01, (x.size, 2))
@@ -73,7 +79,8 @@ def tumbler2d(comm, threads=1):
     return sim
 
 
-SCENES = {3: tumbler, 2: tumbler2d, "mesh": lambda comm, threads=1: tumbler(comm, threads, True)}
+SCENES = {3: tumbler, 2: tumbler2d, "mesh": lambda comm, threads=1: tumbler(comm, threads, True),
+          "seg2d": lambda comm, threads=1: tumbler2d(comm, threads, True)}
 
 
 def reference(comm, steps, dim=3):
@@ -86,17 +93,19 @@ def reference(comm, steps, dim=3):
 
 
 @pytest.mark.mpi(min_size=1)
-@pytest.mark.parametrize("dim,threads", [(3, 1), (3, 2), (2, 2), ("mesh", 2)])
+@pytest.mark.parametrize("dim,threads", [(3, 1), (3, 2), (2, 2), ("mesh", 2), ("seg2d", 1)])
 def test_ellipsoids_same_bits_on_any_rank_and_thread_count(dim, threads):
     comm = MPI.COMM_WORLD
     sim = SCENES[dim](comm, threads)
     sim.run(steps=STEPS)
     got = state(sim)
     kinds = set(got[1]["kind"])
-    assert {"ellpair", "ellmesh" if dim == "mesh" else "ellplane", "pair"} <= kinds, kinds
+    wall = {"mesh": "ellmesh", "seg2d": "ellseg"}.get(dim, "ellplane")
+    assert {"ellpair", wall} | ({"pair"} if dim != "seg2d" else set()) <= kinds, kinds
     shape, c = got[0]["shape"], got[1]
     ell = c["kind"] == "ellpair"
-    assert np.any((shape[c["id1"][ell]] == 0) | (shape[c["id2"][ell]] == 0))   # mixed pairs
+    if dim != "seg2d":
+        assert np.any((shape[c["id1"][ell]] == 0) | (shape[c["id2"][ell]] == 0))  # mixed pairs
     migrated = int(sim.collective.sum(np.array([sim.n_migrated], np.int64))[0])
     assert comm.size == 1 or migrated > 0
     if comm.size > 1 or threads > 1:
@@ -104,7 +113,7 @@ def test_ellipsoids_same_bits_on_any_rank_and_thread_count(dim, threads):
 
 
 @pytest.mark.mpi(min_size=1)
-@pytest.mark.parametrize("scene", [3, "mesh"])
+@pytest.mark.parametrize("scene", [3, "mesh", "seg2d"])
 def test_ellipsoids_restart_bitwise(shared_dir, scene):
     """STEPS/2 on all ranks, a checkpoint, STEPS/2 more after a restart on rank 0 alone,
     equal to the straight run."""

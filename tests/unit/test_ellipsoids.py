@@ -350,9 +350,6 @@ def test_ellipse_mass_properties_and_checks():
     with pytest.raises(pdem.InputError, match=r"semi_axes must have shape \(1, 2\) \(two "
                                                r"semi-axes per ellipse\)"):
         sim.add_ellipses([[0.1, 0.2]], [[0.03, 0.01, 0.01]], m)
-    with pytest.raises(pdem.InputError, match="add_segments: contacts of ellipsoids or "
-                                              "ellipses with boundary segments"):
-        sim.add_segments([[0, 0.1]], [[0.1, 0.1]], m)
     with pytest.raises(pdem.InputError, match="ellipses need a 2D domain, got dim=3"):
         box().add_ellipses([[0.5, 0.5, 0.5]], [[0.03, 0.01]], m)
 
