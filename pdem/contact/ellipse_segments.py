@@ -5,17 +5,13 @@ torques from this step's branch vectors."""
 import numpy as np
 
 from .._kernels import ellipsoid_contacts as ek, segments as sk
-from .kinds import PointContacts, SegmentContacts, ShapeRows, overlap_message, register
+from .kinds import PointContacts, SegmentContacts, ShapeWallRows, overlap_message, register
 
 
-class EllipseFeet(ShapeRows):
+class EllipseFeet(ShapeWallRows):
     """Shared by the segment and point kinds of ellipses."""
     ellipses = True
     in_pass = False                 # sums by add_forces (branch vectors)
-
-    def __init__(self, sim):
-        super().__init__(sim)
-        self._sized()
 
     def build(self, b):
         if not self.sim.shapes:
@@ -50,18 +46,6 @@ class EllipseFeet(ShapeRows):
             return overlap_message(sim, ratio, "ellipse %d and %s %d"
                                    % (st.id[b.i1[k]], self.label, b.i2[k]))
         return None
-
-    def add_forces(self, f, t, flags, threads):
-        b = self.batch
-        if len(b):
-            ek.add_forces(None, b.i1, b.active, b.state, self.branch, f, t)
-
-    def public(self):
-        b, st = self.batch, self.sim.store
-        a = np.flatnonzero(b.active)
-        p = b.i1[a]
-        return self._public_shape(a, np.full(len(a), -1), st.id[p], b.i2[a],
-                                  st.pos[p] + self.branch[a, 3:])
 
 
 @register

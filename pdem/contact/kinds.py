@@ -395,12 +395,7 @@ class FacetContacts(WallContacts):
             mw.edge_facets, mw.vertex_facet_ptr, mw.vertex_facet_idx, mw.side_off,
             mw.wall_material, mw.wall_cos_theta, mw.wall_full, mw.wall_rigid, mw.wall_v,
             mw.wall_w, mw.wall_ref, mw.vertex_vel, table, nmat, sim.dt, sim.flags, fr.active,
-            fr.state, self.holder, sim.threads)
-        return self._checked(ratio, k, crowded)
-
-    def _checked(self, ratio, k, crowded):
-        sim, fr = self.sim, self.batch
-        st, mw = sim.store, sim.mesh_walls
+            fr.state, self.holder, sim.threads, **self._shape_args())
         if crowded >= 0:
             end = self.groups[np.searchsorted(self.groups, crowded, "right")]
             return ("step %d: particle id %d is within the skin of %d facets of mesh wall %d "
@@ -412,6 +407,10 @@ class FacetContacts(WallContacts):
                                    % (st.id[fr.i1[k]], mw.facet_wall[fr.i2[k]], fr.i2[k]),
                                    None if self.ellipsoids else st.radius[fr.i1[k]])
         return None
+
+    def _shape_args(self):
+        """Extra arguments of the kernel (ellipsoids: pdem.contact.ellipsoid_facets)."""
+        return {}
 
     def _torques(self, a):
         """Torques on the particles of the active rows a."""
@@ -600,6 +599,26 @@ class ShapeRows:
         return out
 
 
+class ShapeWallRows(ShapeRows):
+    """Wall kinds of non-spheres: force sums and contacts() from the branch vectors."""
+
+    def __init__(self, sim):
+        super().__init__(sim)
+        self._sized()
+
+    def add_forces(self, f, t, flags, threads):
+        b = self.batch
+        if len(b):
+            ek.add_forces(None, b.i1, b.active, b.state, self.branch, f, t)
+
+    def public(self):
+        b, st = self.batch, self.sim.store
+        a = np.flatnonzero(b.active)
+        p = b.i1[a]
+        return self._public_shape(a, np.full(len(a), -1), st.id[p], self.wall_of(b.i2[a]),
+                                  st.pos[p] + self.branch[a, 3:])
+
+
 @register
 class EllipsoidPairs(ShapeRows, TwoBodyRows):
     """Pairs of the Verlet list with at least one ellipsoid (the other an ellipsoid or a
@@ -658,14 +677,10 @@ class EllipsoidPairs(ShapeRows, TwoBodyRows):
 
 
 @register
-class EllipsoidPlaneContacts(ShapeRows, WallContacts):
+class EllipsoidPlaneContacts(ShapeWallRows, WallContacts):
     """Ellipsoids within the skin of an infinite plane: analytic support point (the
     plane's normal is the contact normal), then L6Geom and the law."""
     name = "ellplane"
-
-    def __init__(self, sim):
-        super().__init__(sim)
-        self._sized()
 
     def build(self, b):
         sim = self.sim
@@ -699,18 +714,6 @@ class EllipsoidPlaneContacts(ShapeRows, WallContacts):
             p, w = b.i1[k], b.i2[k]
             return overlap_message(sim, ratio, "ellipsoid %d and plane %d" % (st.id[p], w))
         return None
-
-    def add_forces(self, f, t, flags, threads):
-        b = self.batch
-        if len(b):
-            ek.add_forces(None, b.i1, b.active, b.state, self.branch, f, t)
-
-    def public(self):
-        b, st = self.batch, self.sim.store
-        a = np.flatnonzero(b.active)
-        p = b.i1[a]
-        return self._public_shape(a, np.full(len(a), -1), st.id[p], b.i2[a],
-                                  st.pos[p] + self.branch[a, 3:])
 
 
 from .bonds import BondContacts  # noqa: E402,F401  (registered last: its sums come last)
