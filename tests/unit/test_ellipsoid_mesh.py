@@ -9,6 +9,7 @@ from scipy.optimize import minimize, minimize_scalar
 import pdem
 from pdem._kernels.facets import ellipsoid_triangle
 from pdem.contact import shapes
+from test_ellipsoids import dropped
 from test_rigid_body import rot
 
 G = 9.81
@@ -141,22 +142,12 @@ def test_overlap_at_an_edge_and_a_vertex(feature):
 
 # ------------------------------------------------------------------- in the step
 def drop_scene(wall, n=1, steps=6000):
-    """test_ellipsoids.dropped on a plane or a flat mesh of 2 n^2 triangles (the
-    mesh covers where the ellipsoid tumbles)."""
-    sim = pdem.Simulation(pdem.Domain((0, 0, 0), (0.4,) * 3, periodic=(True, True, False)),
-                          dt=2e-4, gravity=(0, 0, -G))
-    m = sim.material("m", density=1000.0, kn=1e4, friction=0.5, restitution=0.05,
-                     twisting_friction=0.3, twisting_stiffness=0.3, rolling_friction=0.02,
-                     rolling_stiffness=0.3)
+    """test_ellipsoids.dropped on a plane or a flat mesh of 2 n^2 triangles (the mesh
+    covers where the ellipsoid tumbles)."""
     if wall == "plane":
-        sim.add_plane((0, 0, 0), (0, 0, 1), m)
-    else:
-        sim.add_mesh_wall(shapes.rectangle((0.1, 0.1), (0.3, 0.3), 0.0, n), "m")
-    q = np.random.default_rng(1).normal(size=4)
-    sim.add_ellipsoids([[0.2, 0.2, 0.032]], [[0.03, 0.02, 0.01]], m,
-                       orientations=[q / np.linalg.norm(q)])
-    sim.run(steps)
-    return sim
+        return dropped(steps)
+    return dropped(steps, lambda sim, m: sim.add_mesh_wall(
+        shapes.rectangle((0.1, 0.1), (0.3, 0.3), 0.0, n), m))
 
 
 def test_dropped_on_a_flat_mesh_follows_the_plane():

@@ -121,15 +121,19 @@ def test_torque_free_ellipsoid_keeps_L_and_flips_with_the_rigid_body_period():
 
 
 # ------------------------------------------------------------------- contacts
-def dropped(steps=20000):
+def dropped(steps=20000, floor=None):
     """An ellipsoid (0.03, 0.02, 0.01) dropped on a plane in a random orientation, with
     normal damping, friction, rolling and twisting resistance (a point contact alone
-    does not damp spin about the normal, nor rocking without slip)."""
+    does not damp spin about the normal, nor rocking without slip). floor(sim, m): the
+    wall to add instead of the plane z = 0."""
     sim = box(0.4, periodic=(True, True, False), dt=2e-4, gravity=(0, 0, -G))
     m = sim.material("m", density=1000.0, kn=1e4, friction=0.5, restitution=0.05,
                      twisting_friction=0.3, twisting_stiffness=0.3, rolling_friction=0.02,
                      rolling_stiffness=0.3)
-    sim.add_plane((0, 0, 0), (0, 0, 1), m)
+    if floor is None:
+        sim.add_plane((0, 0, 0), (0, 0, 1), m)
+    else:
+        floor(sim, m)
     q = np.random.default_rng(1).normal(size=4)
     sim.add_ellipsoids([[0.2, 0.2, 0.032]], [[0.03, 0.02, 0.01]], m,
                        orientations=[q / np.linalg.norm(q)])
