@@ -14,8 +14,12 @@
 #   edge:   n orthogonal to the edge: the signed distance of the edge's line (a point
 #           in the plane orthogonal to it) to the shadow ellipse of E in that plane;
 #   vertex: the signed distance of the vertex to E (nearest surface point, inside or out).
-# Each candidate n is scored by the true g(n) above (never above the maximum, equal to
-# it for the feature whose cone holds it), and the best is kept (ties: face, edges,
+# When the face's foot (below) lies inside the triangle the face decides: for separated
+# bodies it is the maximum, and overlapping it is seed 004's rule for a ball whose
+# centre projects onto the face (the depth below the facet's plane, not a shallower
+# sideways way out of a small facet). Otherwise each candidate n is scored by the true
+# g(n) above (never above the maximum, equal to it for the feature whose cone holds
+# it), and the best is kept (ties within 1e-12 of the largest semi-axis: face, edges,
 # vertices in order). Then c2 = o - s(n) is E's contact point, the wall contact point
 # (seed 004's WP) is the foot c2 - g n, and its region and barycentric weights are
 # those of trigeom.tri_closest at that foot (it lies on T whenever n is in its feature's
@@ -34,26 +38,25 @@ cdef inline double ell_nearest(int dim, const double* a2, const double* y,
     = x_i / a2_i, so that the signed distance is t |grad| (negative inside). x_i =
     a2_i y_i / (a2_i + t) with t the root in (-min a2, inf) of S(t) = sum_i a2_i y_i^2 /
     (a2_i + t)^2 = 1, S decreasing there (Eberly, "Distance from a point to an
-    ellipse, an ellipsoid, or a hyperellipsoid", Geometric Tools, 2013). Root bracket:
-    t >= -a2_i + a_i |y_i| for each i (that term alone is 1 there), t <= -min a2 +
-    max a |y| (every term <= y_i^2 / |y|^2); Newton on S^-1/2 - 1 (linear in t for a
-    sphere), bisection when a step leaves the bracket. y on the plane of the smallest
-    axis too close to the centre for a root: t = -min a2 (Eberly's degenerate case)."""
+    ellipse, an ellipsoid, or a hyperellipsoid", Geometric Tools, 2013). Start: lo =
+    max_i (-a2_i + a_i |y_i|) (that term alone is 1 there, so the root is not below);
+    Newton on sqrt(S) - 1, which is convex and decreasing (the norm of the convex
+    positive a_i |y_i| / (a2_i + t)), so its steps from the left never pass the root:
+    4.3 iterations on average, at most 9, over 20000 random points and aspect ratios
+    up to 150 (|x|_A - 1 <= 7e-13). y on the plane of the smallest axis too close to
+    the centre for a root: t = -min a2 (Eberly's degenerate case)."""
     cdef int i, it, im = 0
-    cdef double lo, hi, t, tn, S, dS, d, r, ymag = 0.0, amax = 0.0, rest
+    cdef double lo, t, tn, S, dS, d, r, amax = 0.0, rest
     for i in range(dim):
-        ymag = ymag + y[i] * y[i]
         if a2[i] < a2[im]:
             im = i
         if a2[i] > amax:
             amax = a2[i]
-    ymag = sqrt(ymag)
     lo = -a2[im]
     for i in range(dim):
         t = -a2[i] + sqrt(a2[i]) * fabs(y[i])
         if t > lo:
             lo = t
-    hi = -a2[im] + sqrt(amax) * ymag
     if y[im] == 0.0:               # the degenerate case: S at the pole, without 0/0
         S = 0.0
         for i in range(dim):
@@ -70,25 +73,21 @@ cdef inline double ell_nearest(int dim, const double* a2, const double* y,
                 rest = rest - x[i] * x[i] / a2[i]
             x[im] = sqrt(a2[im] * rest) if rest > 0.0 else 0.0
             return -a2[im]
-    t = hi
-    for it in range(200):
+    t = lo                         # S(lo) >= 1: left of the root
+    for it in range(100):
         S = 0.0
         dS = 0.0
         for i in range(dim):
-            d = a2[i] + t
-            r = a2[i] * y[i] * y[i] / (d * d)
-            S = S + r
-            dS = dS - 2.0 * r / d
-        if S > 1.0:
-            lo = t
-        else:
-            hi = t
-        if S == 1.0 or not (S > 0.0):
+            if y[i] != 0.0:
+                d = a2[i] + t
+                r = a2[i] * y[i] * y[i] / (d * d)
+                S = S + r
+                dS = dS - 2.0 * r / d
+        if not (S > 1.0):
             break
-        tn = t - (1.0 / sqrt(S) - 1.0) / (-0.5 * dS / (S * sqrt(S)))
-        if not (tn > lo and tn < hi):
-            tn = 0.5 * (lo + hi)
-        if fabs(tn - t) <= 1e-15 * (fabs(t) + amax):
+        r = sqrt(S)
+        tn = t - (r - 1.0) / (0.5 * dS / r)
+        if tn - t <= 1e-14 * (fabs(t) + amax):
             t = tn
             break
         t = tn
@@ -188,25 +187,34 @@ cdef inline int edge_point(v3 p, v3 a, v3 b, v3 c, int k, v3* wp, double* bary) 
 
 
 cdef inline int ell_triangle(const Ell* e, v3 a, v3 b, v3 c, v3 nf, v3* n, double* g,
-                             v3* foot, v3* wp, double* bary) noexcept nogil:
+                             v3* foot, v3* wp, double* bary, bint detect) noexcept nogil:
     """Contact geometry of E and the triangle abc (unit normal nf): n (from the wall to
     E), the gap g, the foot c2 - g n (c2 = o - s(n) on E), the wall contact point wp and
-    its barycentric weights; returns wp's region (trigeom codes)."""
+    its barycentric weights; returns wp's region (trigeom codes). detect: contact
+    detection only, so a positive gap along the face normal (a separating axis) ends
+    the search (g > 0 then, but not always the distance)."""
     cdef v3 cand[7]
     cdef v3 s, best_s
-    cdef double gk, best
+    cdef double gk, best, tol
     cdef int k, kb = 0
     cand[0] = nf if vdot(nf, vsub(e.o, a)) >= 0.0 else vneg(nf)
+    best = tri_gap(e, cand[0], a, b, c, &best_s)
+    n[0] = cand[0]
+    g[0] = best
+    foot[0] = vsub(vsub(e.o, best_s), vscale(cand[0], best))
+    k = tri_closest(foot[0], a, b, c, wp, &bary[0], &bary[1], &bary[2])
+    if k == 0 or (detect and best > 0.0):
+        return k
     cand[1] = edge_normal(e, a, b)
     cand[2] = edge_normal(e, b, c)
     cand[3] = edge_normal(e, c, a)
     cand[4] = vertex_normal(e, a, 3)
     cand[5] = vertex_normal(e, b, 3)
     cand[6] = vertex_normal(e, c, 3)
-    best = tri_gap(e, cand[0], a, b, c, &best_s)
+    tol = 1e-12 * sqrt(max(max(e.a2.x, e.a2.y), e.a2.z))
     for k in range(1, 7):
         gk = tri_gap(e, cand[k], a, b, c, &s)
-        if gk > best:
+        if gk > best + tol:        # ties (to round-off): the earlier feature
             best = gk
             best_s = s
             kb = k

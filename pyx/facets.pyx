@@ -239,19 +239,18 @@ cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* fa
         done[k] = 0
         fn = vld(&M.normal[3 * f])
         sd = vdot(fn, vsub(x, corner(M, f, 0)))
-        if ell:
+        reg[k] = tri_closest(x, corner(M, f, 0), corner(M, f, 1), corner(M, f, 2), &q[k],
+                             &bw[k][0], &bw[k][1], &bw[k][2])
+        dv = vsub(x, q[k])
+        d = sqrt(vdot(dv, dv))
+        if ell and d < R:                  # within the bounding sphere: E's geometry
             reg[k] = ell_triangle(&E, corner(M, f, 0), corner(M, f, 1), corner(M, f, 2), fn,
-                                  &nc[k], &d, &fp[k], &q[k], &bw[k][0])
+                                  &nc[k], &d, &fp[k], &q[k], &bw[k][0], True)
             U[k] = -d
-        else:
-            reg[k] = tri_closest(x, corner(M, f, 0), corner(M, f, 1), corner(M, f, 2), &q[k],
-                                 &bw[k][0], &bw[k][1], &bw[k][2])
-            dv = vsub(x, q[k])
-            d = sqrt(vdot(dv, dv))
         if (sd >= 0.0 and (M.side_off[f] & 1)) or (sd < 0.0 and (M.side_off[f] & 2)):
             U[k] = -INFINITY
             continue
-        if not ell:
+        if not ell or R <= sqrt(vdot(dv, dv)):   # a sphere, or E beyond its bounding sphere
             U[k] = R - d
             if d > 1e-12 * R:
                 nc[k] = vscale(dv, 1.0 / d)
@@ -605,6 +604,7 @@ def ellipsoid_triangle(centre, orientation, semi_axes, triangle):
     cdef int region = ell_triangle(&E, V(tri[0, 0], tri[0, 1], tri[0, 2]),
                                    V(tri[1, 0], tri[1, 1], tri[1, 2]),
                                    V(tri[2, 0], tri[2, 1], tri[2, 2]),
-                                   V(nf_np[0], nf_np[1], nf_np[2]), &n, &g, &foot, &wp, bary)
+                                   V(nf_np[0], nf_np[1], nf_np[2]), &n, &g, &foot, &wp, bary,
+                                   False)
     return (np.array([n.x, n.y, n.z]), g, np.array([foot.x, foot.y, foot.z]),
             np.array([wp.x, wp.y, wp.z]), region)
