@@ -231,3 +231,18 @@ def test_ellipses_and_mesh_walls_are_refused():
     sim.add_mesh_wall(shapes.rectangle((0, 0), (1, 1), 0.0, 1), "m")
     with pytest.raises(pdem.InputError, match="add_ellipses: contacts with mesh walls"):
         sim.add_ellipses([[0.5, 0.5]], [[0.1, 0.05]], "m")
+
+
+def test_moving_mesh_drags_like_a_moving_plane():
+    """A flat mesh translating sideways (rigid motion) under the dropped ellipsoid: the
+    same motion as on a plane with the same velocity (friction drags it along), and the
+    same load."""
+    v = (0.03, -0.02, 0.0)
+    plane = dropped(4000, lambda sim, m: sim.add_plane((0, 0, 0), (0, 0, 1), m, velocity=v))
+    mesh = dropped(4000, lambda sim, m: sim.add_mesh_wall(
+        shapes.rectangle((0.05, 0.05), (0.35, 0.35), 0.0, 3), m, velocity=v))
+    p, q = plane.particles(), mesh.particles()
+    for k in ("position", "orientation", "velocity", "angular_velocity"):
+        assert np.abs(p[k] - q[k]).max() < 1e-12 * (1 + np.abs(p[k]).max()), k
+    assert np.linalg.norm(q["velocity"][0, :2]) > 0.01          # dragged along
+    assert np.abs(plane.plane_forces()[0] - mesh.mesh_wall_forces()["force"][0]).max() < 1e-12
