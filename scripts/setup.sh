@@ -29,10 +29,11 @@ if [ ! -x "$PY" ]; then
     log "creating virtual environment $VENV"
     python3 -m venv "$VENV"
 fi
-if ! "$PY" -c "import numpy, Cython, mpi4py, pytest, pytest_mpi, pytest_timeout, matplotlib, gmsh" 2>/dev/null; then
+if ! "$PY" -c "import numpy, Cython, mpi4py, pytest, pytest_mpi, pytest_timeout, matplotlib, gmsh, scipy" 2>/dev/null; then
     log "installing Python packages"
     "$PY" -m pip install -q --upgrade pip setuptools wheel
-    "$PY" -m pip install -q "numpy>=1.24" "cython>=3.0" mpi4py pytest pytest-mpi pytest-timeout matplotlib gmsh
+    # scipy: tests only (independent optimizers for the ellipsoid-facet and ellipse-point references)
+    "$PY" -m pip install -q "numpy>=1.24" "cython>=3.0" mpi4py pytest pytest-mpi pytest-timeout matplotlib gmsh scipy
 fi
 # h5py against parallel HDF5 (about 2.5 minutes, once; cached in .venv).
 if ! "$PY" -c "import h5py, sys; sys.exit(0 if h5py.get_config().mpi else 1)" 2>/dev/null; then

@@ -4,7 +4,7 @@ overlapping), and in the step: a flat mesh equals a plane (dropped and tumbling,
 rest: load = weight, height = c - W/k_n), sliding across shared edges without a jump."""
 import numpy as np
 import pytest
-from scipy.optimize import minimize, minimize_scalar
+from scipy.optimize import minimize
 
 import pdem
 from pdem._kernels.facets import ellipsoid_triangle
