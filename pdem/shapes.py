@@ -164,9 +164,15 @@ class Rotation:
         self._saved = store.orient[self.index(store)]
 
     def drift(self, store, dt, threads):
-        """q(t) -> q(t+dt) by the free rotor with L(t+dt/2); angvel = omega(t+dt/2)."""
-        rigid_body.drift_bodies(self.index(store), self._saved, store.orient, store.angmom,
-                                store.angvel, store.inertia_body, dt, threads)
+        """q(t) -> q(t+dt) by the free rotor with L(t+dt/2); angvel = omega(t+dt/2).
+        Bodies with a blocked rotation keep integrate.drift's q <- exp(omega dt) q with
+        their constrained omega(t+dt/2) (hold_rotations)."""
+        idx, saved = self.index(store), self._saved
+        held = held_rotations(store, idx)
+        if held is not None:
+            idx, saved = np.ascontiguousarray(idx[~held]), np.ascontiguousarray(saved[~held])
+        rigid_body.drift_bodies(idx, saved, store.orient, store.angmom, store.angvel,
+                                store.inertia_body, dt, threads)
 
     def kick(self, store, dt, threads, omega_before):
         """After integrate.kick: L += torque dt; angvel from L and q(t) (integrate.kick's
@@ -174,8 +180,49 @@ class Rotation:
         local index of a non-finite L, or -1."""
         idx = self.index(store)
         store.angvel[idx] = omega_before
-        return rigid_body.kick_bodies(idx, store.orient, store.angmom, store.angvel,
-                                      store.torque, store.inertia_body, dt, threads)
+        bad = rigid_body.kick_bodies(idx, store.orient, store.angmom, store.angvel,
+                                     store.torque, store.inertia_body, dt, threads)
+        held = held_rotations(store, idx)
+        if held is not None:
+            hold_rotations(store, idx[held], omega_before[held])
+        return bad
+
+
+def held_rotations(store, idx):
+    """Mask of the bodies idx with a blocked rotation (ellipses: rz; their rx, ry are
+    always blocked, the plane's), or None when there is none."""
+    b = store.blocked[idx]
+    mask = (b & np.where(store.shape[idx] == SHAPES["ellipse"], 32, 56)) != 0
+    return mask if mask.any() else None
+
+
+def hold_rotations(store, j, omega_held):
+    """Blocked rotations of non-spheres j after the kick (sim.block, set_velocity with
+    block=True): a blocked world axis k keeps its angular velocity omega_k (the constraint
+    torque acts along the blocked axes only), the free components of L keep the kick:
+    with I_w = R I R^T at q(t+dt), B the blocked axes and F = 1 - B,
+        F I_w omega = F L,  B omega = B omega_held,  then L = I_w omega.
+    All three blocked: omega = omega_held and L = I_w omega_held (zero: q untouched)."""
+    b = store.blocked[j]
+    B = np.column_stack([(b & 8) != 0, (b & 16) != 0, (b & 32) != 0]).astype(float)
+    B[store.shape[j] == SHAPES["ellipse"], :2] = 1.0
+    Rt = body_rows(store.orient[j])
+    Iw = np.einsum("nki,nk,nkj->nij", Rt, store.inertia_body[j], Rt)
+    A = (1.0 - B)[:, :, None] * Iw + B[:, :, None] * np.eye(3)
+    w = np.linalg.solve(A, ((1.0 - B) * store.angmom[j] + B * omega_held)[..., None])[..., 0]
+    store.angvel[j] = w
+    store.angmom[j] = np.einsum("nij,nj->ni", Iw, w)
+
+
+def body_rows(q):
+    """(n, 3, 3): the rows of R^T (body axes in world coordinates; R = rotation matrix
+    of the unit quaternions q (w, x, y, z), body to world): world -> body."""
+    w, x, y, z = q.T
+    return np.stack([
+        np.column_stack([1 - 2 * (y * y + z * z), 2 * (x * y + w * z), 2 * (x * z - w * y)]),
+        np.column_stack([2 * (x * y - w * z), 1 - 2 * (x * x + z * z), 2 * (y * z + w * x)]),
+        np.column_stack([2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)])],
+        axis=1)
 
 
 def rotational_energy(store, dt):
@@ -185,16 +232,31 @@ def rotational_energy(store, dt):
     idx = np.flatnonzero(store.shape[:n] != 0)
     if not len(idx):
         return 0.0
-    q = store.orient[idx]
-    w, x, y, z = q.T
-    # rows of R^T (body axes in world coordinates), R = rotation matrix of q
-    R = np.stack([
-        np.column_stack([1 - 2 * (y * y + z * z), 2 * (x * y + w * z), 2 * (x * z - w * y)]),
-        np.column_stack([2 * (x * y - w * z), 1 - 2 * (x * x + z * z), 2 * (y * z + w * x)]),
-        np.column_stack([2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)])],
-        axis=1)
+    R = body_rows(store.orient[idx])
     L_plus = store.angmom[idx]
     L_minus = L_plus - store.torque[idx] * dt
     bp = np.einsum("nij,nj->ni", R, L_plus)
     bm = np.einsum("nij,nj->ni", R, L_minus)
     return 0.5 * float(np.sum(bm * bp / store.inertia_body[idx]))
+
+
+def timestep_radii(store, n):
+    """Radii of the owned particles 0..n-1 for the time-step check: (small, large). A
+    sphere: r, r. A non-sphere: small = its smallest semi-axis, for the Rayleigh time
+    (Hertz): pressed on its flattest side (R_e = a1 a2 / a3 with a1 >= a2 >= a3, m =
+    rho 4/3 pi a1 a2 a3) its Hertz contact frequency sqrt(k/m) is that of a sphere of
+    radius a3 times (a3^2 / (a1 a2))^(1/4) <= 1, other sides giving less, so the Rayleigh
+    time of a3 does not overestimate the step (the bounding radius a1 would, by (a1 /
+    a3)^(5/4) (a3^2 / (a1 a2))^(1/4) in frequency). large = the largest equivalent
+    radius of its contacts (R_e against a plane, the largest), a1 a2 / a3 (an ellipse:
+    its largest radius of curvature a1^2 / a2), for a radius-dependent k_n."""
+    small = store.radius[:n].copy()
+    large = small.copy()
+    ell = np.flatnonzero(store.shape[:n] != 0)
+    if len(ell):
+        a = -np.sort(-store.semi_axes[ell], axis=1)     # descending
+        flat = store.shape[ell] == SHAPES["ellipse"]
+        small[ell] = np.where(flat, a[:, 1], a[:, 2])
+        large[ell] = np.where(flat, a[:, 0] ** 2 / a[:, 1],
+                              a[:, 0] * a[:, 1] / np.where(flat, 1.0, a[:, 2]))
+    return small, large

@@ -295,8 +295,9 @@ class Simulation:
             raise InputError("%s: no_ratch=True does not apply to ellipsoids, ellipses or clumps "
                              "(its branch vectors r n assume the contact point on the line of "
                              "centres); use no_ratch=False" % what)
-        for kind, count in (("mesh walls", len(self.mesh_walls)),
-                            ("boundary segments", len(self.segments) + len(self.points)),
+        for kind, count in (("mesh walls", len(self.mesh_walls) if self.domain.dim == 2 else 0),
+                            ("boundary segments", (len(self.segments) + len(self.points))
+                             if self.domain.dim == 3 else 0),
                             ("region walls", len(self.region_walls)),
                             ("bonds", int(self.interactions["bond"].any))):
             if count:
@@ -453,7 +454,8 @@ class Simulation:
         joint of segments is no bump). Returns the segment indices. Collective."""
         self.collective.same("add_segments", x0=x0, x1=x1, material=material,
                              end_points=end_points)
-        self._no_shapes("add_segments", "boundary segments")
+        if self.domain.dim == 3:
+            self._no_shapes("add_segments", "boundary segments in 3D")
         x0, m = self._wall_points("add_segments", "x0", x0, material)
         x1, _ = self._wall_points("add_segments", "x1", x1, material, len(x0))
         zero = np.flatnonzero(np.all(x1 == x0, axis=1))
@@ -472,7 +474,8 @@ class Simulation:
         already there are not repeated. Returns the indices of the points given.
         Collective."""
         self.collective.same("add_points", points=points, material=material)
-        self._no_shapes("add_points", "boundary points")
+        if self.domain.dim == 3:
+            self._no_shapes("add_points", "boundary points in 3D")
         pts, m = self._wall_points("add_points", "points", points, material)
         new = self.points.new_points(pts)
         self.points.add(new, new, m.index)
@@ -503,7 +506,6 @@ class Simulation:
         (vertex_velocities, one per mesh vertex); change it later through
         sim.mesh_walls[i].motion.set_velocity(...). Collective: call on every rank. A
         fixed wall entirely outside the domain is refused."""
-        self._no_shapes("add_mesh_wall", "mesh walls")
         self.collective.same("add_mesh_wall", mesh=mesh, material=material, mode=mode,
                              cutoff_angle=cutoff_angle, velocity=velocity,
                              angular_velocity=angular_velocity, reference_point=reference_point,
@@ -517,6 +519,9 @@ class Simulation:
                 raise InputError("add_mesh_wall %r: the mesh (box %s..%s) lies entirely outside "
                                  "the domain %s..%s" % (name or mesh.name, fmt(lo), fmt(hi),
                                                         fmt(self.domain.lo), fmt(self.domain.hi)))
+        if self.shapes and self.domain.dim == 2:
+            raise InputError("add_mesh_wall: contacts of ellipses with mesh walls are not "
+                             "available (mesh walls touch 3D ellipsoids)")
         idx = self.mesh_walls.add(mesh, m.index, mode, cutoff_angle, velocity, angular_velocity,
                                   reference_point, vertex_velocities, name)
         self._scene_changed()
@@ -697,9 +702,6 @@ class Simulation:
             raise InputError("block: unknown dof %r (known: %s)" % (bad[0], list(DOF_BITS)))
         mask = np.uint8(sum(DOF_BITS[d] for d in set(names)))
         idx = self._local_index(ids)
-        if mask & 56:
-            shapes.refuse(self, idx, ("block", "blocked rotations of ellipsoids are not "
-                                               "available yet"))
         self.store.blocked[idx] |= mask
 
     def set_velocity(self, ids, velocity=None, angular_velocity=None, block=False):
@@ -726,9 +728,6 @@ class Simulation:
             if block:
                 self.store.blocked[idx] |= 7
         if angular_velocity is not None:
-            if block:
-                shapes.refuse(self, idx, ("set_velocity", "blocked rotations of ellipsoids "
-                                                          "are not available yet"))
             self.store.angvel[idx] = angular_velocity[found]
             shapes.renew(self, idx)           # ellipsoids: L from the new omega
             if block:
@@ -1107,19 +1106,24 @@ class Simulation:
     def plane_forces(self):
         """Force ON each plane, (n_planes, 3): minus the sum of its contact forces on
         the particles, summed over ranks (collective)."""
-        loads = self.interactions["plane"].loads()
-        if self.shapes:             # the same on every rank: both collective or neither
-            loads = loads + self.interactions["ellplane"].loads() + \
-                self.interactions["clplane"].loads() + self.interactions["phplane"].loads()
-        return loads
+        return self._wall_loads("plane", "ellplane", "clplane", "phplane")
 
     def segment_forces(self):
         """Force ON each boundary segment, (n_segments, 3), summed over ranks (collective)."""
-        return self.interactions["segment"].loads()
+        return self._wall_loads("segment", "ellseg")
 
     def point_forces(self):
         """Force ON each boundary point, (n_points, 3), summed over ranks (collective)."""
-        return self.interactions["point"].loads()
+        return self._wall_loads("point", "ellpoint")
+
+    def _wall_loads(self, kind, *shaped_kinds):
+        """loads() of a wall kind and (with non-spheres, the same on every rank) its
+        non-sphere kinds."""
+        loads = self.interactions[kind].loads()
+        if self.shapes:
+            for shaped in shaped_kinds:
+                loads = loads + self.interactions[shaped].loads()
+        return loads
 
     def mesh_wall_forces(self):
         """Force and moment ON each mesh wall, {"force": (n_walls, 3), "moment":
@@ -1127,7 +1131,11 @@ class Simulation:
         their moments about the wall's reference point W_r (seed 004). Collective; the
         contact rows of all ranks are summed in key order, so the result has the same
         bits on any number of ranks."""
-        return self.interactions["mesh"].loads()
+        loads = self.interactions["mesh"].loads()
+        if self.shapes:             # the same on every rank: both collective or neither
+            more = self.interactions["ellmesh"].loads()
+            loads = {k: loads[k] + more[k] for k in loads}
+        return loads
 
     def global_sum(self, value):
         """Sum over ranks of a number or array computed on each rank from what it owns

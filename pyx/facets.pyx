@@ -109,6 +109,8 @@ from cellgrid cimport cell_index, cell_sort, grid_size
 from contact_row cimport S_NCOLS, Load, contact_update, wall_work, opened
 from laws cimport E_NCOLS
 from vecmath cimport V, vadd, vscale, vcross, vneg
+from ellipsoid cimport Ell, ell_make, ell_support, ell_radii, tangent_basis, hertz_radius
+from ellipsoid_facet cimport ell_triangle
 
 cdef enum:
     MAXC = 256      # candidate facets of one ball and one wall
@@ -190,9 +192,12 @@ cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* fa
                          const double[:, ::1] table, int nmat, double dt, int flags,
                          signed char[::1] active, double[:, ::1] state,
                          int[::1] holder_out,
-                         double* worst) noexcept nogil:
+                         double* worst, bint ell, const double[:, ::1] orient,
+                         const double[:, ::1] semi_axes, double[:, ::1] branch) noexcept nogil:
     """One ball and the candidate facets of one wall (rows s..e-1); returns 0, or -1
-    when the group has more than MAXC rows."""
+    when the group has more than MAXC rows. ell: the particle is an ellipsoid
+    (ellipsoid_facet.pxd geometry; the rows' branch vectors b1 = c - foot, b2 = c - x
+    go to `branch` for the torques, as in ellipsoid_contacts.pyx)."""
     cdef int m = <int>(e - s), k, j, t, i, npos = 0, r, g, a, b, h, nsets, changed
     cdef double U[MAXC]
     cdef double bw[MAXC][3]
@@ -209,15 +214,23 @@ cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* fa
     cdef signed char handed[MAXC]        # an active row whose state a new holder took
     cdef signed char act[MAXC]
     cdef signed char done[MAXC]
-    cdef v3 x, dv, fn, nsum, n, x2, foot, v1, w1
-    cdef double R, d, sd, cos_t, usum, un
-    cdef double* E
+    cdef v3 fp[MAXC]
+    cdef v3 x, dv, fn, nsum, n, x2, foot, v1, w1, es, t1, t2
+    cdef double R, d, sd, cos_t, usum, un, reff, r2, eh, size
+    cdef double Rc[3]
+    cdef double Z[3]
+    cdef double* En
     cdef Load L
     cdef long long f, edge, vtx, ii
+    cdef Ell E
     if m > MAXC:
         return -1
     x = vld(&pos[p, 0])
     R = radius[p]
+    size = R
+    if ell:
+        E = ell_make(&pos[p, 0], &orient[p, 0], &semi_axes[p, 0])
+        size = min(min(semi_axes[p, 0], semi_axes[p, 1]), semi_axes[p, 2])
     cos_t = wall_cos_theta[w]
     # 1. closest points, overlaps, sides; positive overlaps sorted (-U, facet)
     for k in range(m):
@@ -230,20 +243,25 @@ cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* fa
         lead[k] = -1
         act[k] = 0
         done[k] = 0
+        fn = vld(&M.normal[3 * f])
+        sd = vdot(fn, vsub(x, corner(M, f, 0)))
         reg[k] = tri_closest(x, corner(M, f, 0), corner(M, f, 1), corner(M, f, 2), &q[k],
                              &bw[k][0], &bw[k][1], &bw[k][2])
         dv = vsub(x, q[k])
         d = sqrt(vdot(dv, dv))
-        fn = vld(&M.normal[3 * f])
-        sd = vdot(fn, vsub(x, corner(M, f, 0)))
+        if ell and d < R:                  # within the bounding sphere: E's geometry
+            reg[k] = ell_triangle(&E, corner(M, f, 0), corner(M, f, 1), corner(M, f, 2), fn,
+                                  &nc[k], &d, &fp[k], &q[k], &bw[k][0], True)
+            U[k] = -d
         if (sd >= 0.0 and (M.side_off[f] & 1)) or (sd < 0.0 and (M.side_off[f] & 2)):
             U[k] = -INFINITY
             continue
-        U[k] = R - d
-        if d > 1e-12 * R:
-            nc[k] = vscale(dv, 1.0 / d)
-        else:
-            nc[k] = fn if sd >= 0.0 else vneg(fn)
+        if not ell or R <= sqrt(vdot(dv, dv)):   # a sphere, or E beyond its bounding sphere
+            U[k] = R - d
+            if d > 1e-12 * R:
+                nc[k] = vscale(dv, 1.0 / d)
+            else:
+                nc[k] = fn if sd >= 0.0 else vneg(fn)
         if not (U[k] > 0.0):
             continue
         t = npos
@@ -352,12 +370,16 @@ cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* fa
         if nsets == 1:
             n = nc[h]
             un = -U[h]
-            x2 = vsub(x, q[h])
-            foot = q[h]
+            foot = fp[h] if ell else q[h]
+            x2 = vsub(x, foot)
         else:
             n = vscale(nsum, 1.0 / sqrt(vdot(nsum, nsum)))
             un = -usum / nsets
-            x2 = vscale(n, R + un)
+            if ell:                        # E's support point along -n, back by u_n
+                eh = ell_support(&E, n, &es)
+                x2 = vadd(es, vscale(n, un))
+            else:
+                x2 = vscale(n, R + un)
             foot = vsub(x, x2)
         if not was[h]:                     # continuity from this contact's last holder
             fn = vld(&M.normal[3 * facet[s + h]])
@@ -383,14 +405,25 @@ cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* fa
             v1 = V(0.0, 0.0, 0.0)
             for i in range(3):
                 v1 = vadd(v1, vscale(vld(&vertex_vel[fac[f, i], 0]), bw[h][i]))
-        E = NULL if M.energy == NULL else M.energy + (s + h) * E_NCOLS
+        r2 = R
+        reff = R
+        if ell:                            # as ellipsoid-plane: R* of E's surface at c2
+            eh = ell_support(&E, n, &es)
+            tangent_basis(n, &t1, &t2, False)
+            ell_radii(&E, es, eh, t1, t2, Rc)
+            Z[0] = 0.0; Z[1] = 0.0; Z[2] = 0.0
+            reff = hertz_radius(Rc, Z, False)
+            r2 = eh
+            vst(&branch[s + h, 0], vscale(n, 0.5 * un))
+            vst(&branch[s + h, 3], vsub(vscale(n, 0.5 * un), x2))
+        En = NULL if M.energy == NULL else M.energy + (s + h) * E_NCOLS
         L = contact_update(vscale(n, 0.5 * un), n, un, x2, v1, vld(&vel[p, 0]), w1,
-                           vld(&angvel[p, 0]), 0.0, R, mass[p], R,
+                           vld(&angvel[p, 0]), 0.0, r2, mass[p], reff,
                            &table[wall_material[w] * nmat + material[p], 0], dt, flags,
-                           &active[s + h], &state[s + h, 0], E)
-        wall_work(E, L, vscale(n, 0.5 * un), v1, w1, dt)
-        if not (-un / R <= worst[0]):
-            worst[0] = -un / R
+                           &active[s + h], &state[s + h, 0], En)
+        wall_work(En, L, vscale(n, 0.5 * un), v1, w1, dt)
+        if not (-un / size <= worst[0]):
+            worst[0] = -un / size
             worst[1] = <double>(s + h)
     for k in range(m):                     # only holders keep a state
         if holder_out[s + k] != s + k:
@@ -417,18 +450,28 @@ def ball_facet(const long long[::1] group_start, const int[::1] particle, const 
                const double[:, ::1] wall_ref, const double[:, ::1] vertex_vel,
                const double[:, ::1] pair_table, int n_materials, double dt, int flags,
                signed char[::1] active, double[:, ::1] state, int[::1] holder,
-               int n_threads, double[:, ::1] energy=None):
+               int n_threads, const double[:, ::1] orient=None,
+               const double[:, ::1] semi_axes=None, double[:, ::1] branch=None,
+               double[:, ::1] energy=None):
     """All ball-facet contacts of one step (see the section comment above). side_off[f]:
     bit 1 = front side (where the normal points) inactive, bit 2 = back side inactive.
     Outputs: state/active of holder rows; holder[k] = holder row of the effective
-    contact row k belongs to, or -1. energy: None, or per row the energy terms
-    (pyx/laws.pxd E_*) of the rows computed (energy tracking).
+    contact row k belongs to, or -1.
+    Ellipsoids: orient, semi_axes (per particle) and branch (rows, 6: b1, b2 of each
+    holder row, the torque levers) given: every particle is an ellipsoid (semi_axes
+    three) and the overlap ratio is U / the smallest semi-axis. energy: None, or per
+    row the energy terms (pyx/laws.pxd E_*) of the rows computed (energy tracking).
     Returns (max U / R, its row, first row of a group with more than MAXC facets or -1)."""
     cdef Py_ssize_t ng = group_start.shape[0] - 1, gi
     cdef int nt = max(1, n_threads), tid
     cdef Mesh M
+    cdef bint ell = semi_axes is not None
     if ng <= 0:
         return 0.0, -1, -1
+    if ell and (orient is None or branch is None or branch.shape[0] < particle.shape[0]):
+        raise ValueError("ball_facet: ellipsoids need orient, semi_axes and branch (rows, 6)")
+    if not ell:
+        orient = semi_axes = branch = np.zeros((1, 6))
     M.vert = &vertices[0, 0]
     M.fac = &facets[0, 0]
     M.normal = &normals[0, 0]
@@ -449,7 +492,7 @@ def ball_facet(const long long[::1] group_start, const int[::1] particle, const 
                            angvel, radius, mass, material, wall_material, wall_cos_theta,
                            wall_full, wall_rigid, wall_v, wall_w, wall_ref, vertex_vel,
                            pair_table, n_materials, dt, flags, active, state, holder,
-                           &worst[tid, 0]) < 0:
+                           &worst[tid, 0], ell, orient, semi_axes, branch) < 0:
             if crowded[tid] < 0:
                 crowded[tid] = group_start[gi]
     best = 0
@@ -556,3 +599,27 @@ def facet_candidates(const double[:, ::1] pos, const double[::1] radius, int n_o
     finally:
         free(out)
     return np.ascontiguousarray(res[:, 0]), np.ascontiguousarray(res[:, 1])
+
+
+def ellipsoid_triangle(centre, orientation, semi_axes, triangle):
+    """Tests and scripts: ellipsoid_facet.ell_triangle for one ellipsoid (centre, unit
+    quaternion w, x, y, z, semi-axes) and one triangle (3, 3) with the right-hand
+    normal. Returns (n from the wall to the ellipsoid, gap, foot c2 - g n, wall
+    contact point, region code)."""
+    cdef double[::1] o = np.ascontiguousarray(centre, dtype=np.float64).reshape(3)
+    cdef double[::1] q = np.ascontiguousarray(orientation, dtype=np.float64).reshape(4)
+    cdef double[::1] a = np.ascontiguousarray(semi_axes, dtype=np.float64).reshape(3)
+    tri = np.ascontiguousarray(triangle, dtype=np.float64).reshape(3, 3)
+    nf_np = np.cross(tri[1] - tri[0], tri[2] - tri[0])
+    nf_np /= np.linalg.norm(nf_np)
+    cdef Ell E = ell_make(&o[0], &q[0], &a[0])
+    cdef v3 n, foot, wp
+    cdef double g
+    cdef double bary[3]
+    cdef int region = ell_triangle(&E, V(tri[0, 0], tri[0, 1], tri[0, 2]),
+                                   V(tri[1, 0], tri[1, 1], tri[1, 2]),
+                                   V(tri[2, 0], tri[2, 1], tri[2, 2]),
+                                   V(nf_np[0], nf_np[1], nf_np[2]), &n, &g, &foot, &wp, bary,
+                                   False)
+    return (np.array([n.x, n.y, n.z]), g, np.array([foot.x, foot.y, foot.z]),
+            np.array([wp.x, wp.y, wp.z]), region)

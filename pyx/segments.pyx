@@ -18,6 +18,8 @@ from cython.parallel cimport prange
 from libc.math cimport floor, INFINITY
 from vecmath cimport v3, V, vld, vst, vsub, vadd, vscale, vdot, vnorm
 from cellgrid cimport cell_index, cell_sort, grid_size
+from ellipsoid cimport Ell, ell2_make
+from ellipsoid_facet cimport ell_line, vertex_normal
 import numpy as np
 
 
@@ -204,3 +206,48 @@ def candidates(const double[:, ::1] pos, const double[::1] radius, long n_own,
     for t in prange(n_own, nogil=True, schedule='static', num_threads=nt):
         _visit(t, pos, radius, a, b, skin, cell_of, start, mem, out_p, out_w, count[t], 1)
     return out_p_arr, out_w_arr
+
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def ellipse_feet(const int[::1] particle, const int[::1] element, const double[:, ::1] pos,
+                 const double[:, ::1] orient, const double[:, ::1] semi_axes,
+                 const double[::1] radius, const double[:, ::1] a, const double[:, ::1] b,
+                 const long[::1] ptr, const int[::1] ends, const double[:, ::1] sa,
+                 const double[:, ::1] sb, double[:, ::1] q, double[:, ::1] n, int n_threads):
+    """feet for ellipses (2D, issue 16): per row the tangent line (point q, normal n
+    towards the ellipse) that the ellipse-plane kernel takes. A segment: its line, when
+    the ellipse's contact point c2 = o - s(n) has its foot within the span
+    (ellipsoid_facet.ell_line); a point: the normal of the point-ellipse signed
+    distance (the tangent line at the nearest point of the ellipse, moved to the point),
+    when that foot lies outside the span of every segment ending at the point (seed
+    003's rule with the contact point in place of the centre). Spans are half-open,
+    [0, 1) along a -> b, so a foot on the joint of two segments belongs to one of
+    them (two rows there would double the stiffness). Otherwise q = x - 2 r n, beyond
+    reach (the row's contact ends)."""
+    cdef Py_ssize_t k, m = particle.shape[0], e
+    cdef int p, w, nt = max(1, n_threads)
+    cdef v3 qk, nk, mm, qq
+    cdef double st
+    cdef bint off
+    cdef Ell E
+    for k in prange(m, nogil=True, schedule='static', num_threads=nt):
+        p = particle[k]
+        w = element[k]
+        E = ell2_make(&pos[p, 0], &orient[p, 0], &semi_axes[p, 0])
+        off = False
+        if a[w, 0] != b[w, 0] or a[w, 1] != b[w, 1]:
+            st = ell_line(&E, vld(&a[w, 0]), vld(&b[w, 0]), &nk, &qk)
+            off = st < 0.0 or st >= 1.0
+        else:
+            qk = vld(&a[w, 0])
+            nk = vertex_normal(&E, qk, 2)
+            for e in range(ptr[w], ptr[w + 1]):
+                st = ell_line(&E, vld(&sa[ends[e], 0]), vld(&sb[ends[e], 0]), &mm, &qq)
+                if st >= 0.0 and st < 1.0:
+                    off = True
+        if off:
+            qk = vsub(E.o, vscale(nk, 2.0 * radius[p]))
+        vst(&q[k, 0], qk)
+        vst(&n[k, 0], nk)

@@ -32,6 +32,7 @@ fi
 if ! "$PY" -c "import numpy, scipy, Cython, mpi4py, pytest, pytest_mpi, pytest_timeout, matplotlib, gmsh, trimesh, fcl" 2>/dev/null; then
     log "installing Python packages"
     "$PY" -m pip install -q --upgrade pip setuptools wheel
+    # scipy: convex hulls of polyhedra, and test references
     "$PY" -m pip install -q "numpy>=1.24" scipy "cython>=3.0" mpi4py pytest pytest-mpi pytest-timeout matplotlib gmsh
     # tests only (independent references for polyhedra, docs/polyhedra.md)
     "$PY" -m pip install -q trimesh python-fcl

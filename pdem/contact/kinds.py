@@ -332,6 +332,7 @@ class FacetContacts(WallContacts):
     """Ball-facet candidates of the mesh walls (seed 004, pyx/facets.pyx), sorted by
     (particle id, global facet), in groups of consecutive rows of one (particle, wall)."""
     name = "mesh"
+    ellipsoids = False              # the rows of this kind: spheres (or ellipsoids)
 
     def __init__(self, sim):
         super().__init__(sim)
@@ -353,6 +354,10 @@ class FacetContacts(WallContacts):
         self.n_local_facets = len(local)
         p, f = fk.facet_candidates(st.pos, st.radius, b.n_own, mw.vertices, mw.facets, local,
                                    b.skin)
+        mask = shaped(sim, p)
+        if mask is not None:             # ellipsoids: EllipsoidFacetContacts
+            keep = mask if self.ellipsoids else ~mask
+            p, f = p[keep], f[keep]
         key = keys.make(st.id[p], f)
         order = np.argsort(key, kind="stable")
         rows = ContactBatch(p[order], f[order], key[order])
@@ -403,7 +408,8 @@ class FacetContacts(WallContacts):
             mw.edge_facets, mw.vertex_facet_ptr, mw.vertex_facet_idx, mw.side_off,
             mw.wall_material, mw.wall_cos_theta, mw.wall_full, mw.wall_rigid, mw.wall_v,
             mw.wall_w, mw.wall_ref, mw.vertex_vel, table, nmat, sim.dt, sim.flags, fr.active,
-            fr.state, self.holder, sim.threads, energy=sim.energy_tracker.kernel_rows(self))
+            fr.state, self.holder, sim.threads, energy=sim.energy_tracker.kernel_rows(self),
+            **self._shape_args())
         if crowded >= 0:
             end = self.groups[np.searchsorted(self.groups, crowded, "right")]
             return ("step %d: particle id %d is within the skin of %d facets of mesh wall %d "
@@ -413,8 +419,17 @@ class FacetContacts(WallContacts):
         if k >= 0 and not (ratio <= sim.max_overlap):
             return overlap_message(sim, ratio, "particle %d and mesh wall %d (facet %d)"
                                    % (st.id[fr.i1[k]], mw.facet_wall[fr.i2[k]], fr.i2[k]),
-                                   st.radius[fr.i1[k]])
+                                   None if self.ellipsoids else st.radius[fr.i1[k]])
         return None
+
+    def _shape_args(self):
+        """Extra arguments of the kernel (ellipsoids: pdem.contact.ellipsoid_facets)."""
+        return {}
+
+    def _torques(self, a):
+        """Torques on the particles of the active rows a."""
+        return ck.contact_torques(self.batch.state[a], self.sim.store.radius[self.batch.i1[a]],
+                                  2, self.sim.lever_flags)
 
     def loads(self):
         """{"force", "moment"} ON each wall, (n_walls, 3) each, the moment about the
@@ -428,8 +443,7 @@ class FacetContacts(WallContacts):
         arm = st.pos[fr.i1[a]] - mw.reference_points()[wall]
         rows = sim.collective.allgather({
             "key": fr.key[a], "wall": wall, "force": -f,
-            "moment": -(np.cross(arm, f) + ck.contact_torques(fr.state[a], st.radius[fr.i1[a]],
-                                                              2, sim.lever_flags))})
+            "moment": -(np.cross(arm, f) + self._torques(a))})
         order = np.argsort(rows["key"], kind="stable")
         out = {"force": np.zeros((len(mw), 3)), "moment": np.zeros((len(mw), 3))}
         for w in range(len(mw)):
@@ -485,10 +499,16 @@ class FootContacts(TangentPlaneContacts):
     def n_elements(self):
         return len(self.elements())
 
+    ellipses = False                # the rows of this kind: spheres (or ellipses)
+
     def build(self, b):
         sim, el = self.sim, self.elements()
         st = sim.store
         p, w = sk.candidates(st.pos, st.radius, b.n_own, el.a, el.b, b.skin, sim.threads)
+        mask = shaped(sim, p)
+        if mask is not None:             # ellipses: pdem.contact.ellipse_segments
+            keep = mask if self.ellipses else ~mask
+            p, w = p[keep], w[keep]
         rows = ContactBatch(p, w, keys.make(st.id[p], w))
         rows.carry_from(self.batch)
         self.batch = rows
@@ -594,6 +614,26 @@ class ShapeRows:
         return out
 
 
+class ShapeWallRows(ShapeRows):
+    """Wall kinds of non-spheres: force sums and contacts() from the branch vectors."""
+
+    def __init__(self, sim):
+        super().__init__(sim)
+        self._sized()
+
+    def add_forces(self, f, t, flags, threads):
+        b = self.batch
+        if len(b):
+            ek.add_forces(None, b.i1, b.active, b.state, self.branch, f, t)
+
+    def public(self):
+        b, st = self.batch, self.sim.store
+        a = np.flatnonzero(b.active)
+        p = b.i1[a]
+        return self._public_shape(a, np.full(len(a), -1), st.id[p], self.wall_of(b.i2[a]),
+                                  st.pos[p] + self.branch[a, 3:])
+
+
 @register
 class EllipsoidPairs(ShapeRows, TwoBodyRows):
     """Pairs of the Verlet list with at least one ellipsoid (the other an ellipsoid or a
@@ -657,7 +697,7 @@ class EllipsoidPairs(ShapeRows, TwoBodyRows):
 
 
 @register
-class EllipsoidPlaneContacts(ShapeRows, WallContacts):
+class EllipsoidPlaneContacts(ShapeWallRows, WallContacts):
     """Ellipsoids within the skin of an infinite plane: analytic support point (the
     plane's normal is the contact normal), then L6Geom and the law."""
     name = "ellplane"
@@ -702,20 +742,10 @@ class EllipsoidPlaneContacts(ShapeRows, WallContacts):
             return overlap_message(sim, ratio, "ellipsoid %d and plane %d" % (st.id[p], w))
         return None
 
-    def add_forces(self, f, t, flags, threads):
-        b = self.batch
-        if len(b):
-            ek.add_forces(None, b.i1, b.active, b.state, self.branch, f, t)
-
-    def public(self):
-        b, st = self.batch, self.sim.store
-        a = np.flatnonzero(b.active)
-        p = b.i1[a]
-        return self._public_shape(a, np.full(len(a), -1), st.id[p], b.i2[a],
-                                  st.pos[p] + self.branch[a, 3:])
-
 
 from .polyhedron_kinds import PolyhedronPairs  # noqa: E402,F401  (after the ellipsoids)
 from .bonds import BondContacts  # noqa: E402,F401  (registered last: its sums come last)
 from .region_walls import RegionWallContacts  # noqa: E402,F401  (after bonds: no old sum moves)
 from .clump_kinds import ClumpPairs, ClumpPlaneContacts  # noqa: E402,F401  (likewise)
+from .ellipsoid_facets import EllipsoidFacetContacts  # noqa: E402,F401  (last: codes kept)
+from .ellipse_segments import EllipsePointContacts, EllipseSegmentContacts  # noqa: E402,F401

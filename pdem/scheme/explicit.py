@@ -9,6 +9,7 @@ import numpy as np
 from .._kernels import integrate
 from ..errors import InputError, TimeStepWarning
 from ..materials import COL
+from ..shapes import timestep_radii
 from .base import Scheme, register
 
 # fewer steps than this per contact duration (Hooke: pi sqrt(m*/k_n)) warn: the
@@ -41,6 +42,8 @@ class Explicit(Scheme):
         check_mesh_cohesion(sim)
         if sim.energy_tracker:          # what the energy tracker does not cover, before any work
             sim.energy_tracker.check(sim)
+        if sim.shapes:
+            check_shape_cohesion(sim)
         if sim.check_timestep:
             check_timestep(sim)
 
@@ -131,10 +134,37 @@ def check_mesh_cohesion(sim):
                                                           mats.materials[w].name))
 
 
+def check_shape_cohesion(sim):
+    """Refuse JKR cohesion for contacts of ellipsoids and ellipses: their kernels keep
+    a contact only while the bodies overlap (the common-normal solve exits at the first
+    separating normal), so JKR's tensile branch down to the pull-off distance would be
+    cut off. Collective (sim.shapes is the same on every rank)."""
+    mats = sim.materials
+    n = len(mats.materials)
+    if n == 0:
+        return
+    table = mats.table()
+    st = sim.store
+    present = np.zeros((2, n))
+    present[0, np.unique(st.material[:st.n_own][st.shape[:st.n_own] != 0])] = 1.0
+    present[1, np.unique(st.material[:st.n_own])] = 1.0
+    present = sim.collective.max(present)
+    walls = np.unique(np.r_[sim.planes.material, sim.mesh_walls.wall_material]).astype(int)
+    present[1, walls] = 1.0
+    for i in np.flatnonzero(present[0]):
+        for j in np.flatnonzero(present[1]):
+            if table[i * n + j, COL["cohesion"]] == 2:
+                raise InputError("pair (%r, %r): cohesion 'jkr' is not available for "
+                                 "ellipsoids or ellipses (their contacts end at zero "
+                                 "overlap); use cohesion 'dmt' or 'linear' for this pair"
+                                 % (mats.materials[i].name, mats.materials[j].name))
+
+
 def check_timestep(sim):
     """Refuse dt above the stability limit of the stiffest contact on the lightest
     particle: 2 / omega with omega = sqrt(k_n / m*) (Hooke), or the Rayleigh time
-    pi R sqrt(rho / G) / (0.1631 nu + 0.8766) (Hertz). Collective."""
+    pi R sqrt(rho / G) / (0.1631 nu + 0.8766) (Hertz), with the smallest radius (a
+    non-sphere: its smallest semi-axis, pdem.shapes.timestep_radii). Collective."""
     st, n = sim.store, sim.store.n_own
     mats = sim.materials
     nmat = len(mats.materials)
@@ -142,10 +172,10 @@ def check_timestep(sim):
         return
     # per material over all ranks: smallest mass, smallest and largest radius
     stats = np.full((3, nmat), np.inf)
+    small, large = (timestep_radii(st, n) if sim.shapes else (st.radius[:n], st.radius[:n]))
     for mi in np.unique(st.material[:n]):
         sel = st.material[:n] == mi
-        stats[:, mi] = (st.mass[:n][sel].min(), st.radius[:n][sel].min(),
-                        -st.radius[:n][sel].max())
+        stats[:, mi] = (st.mass[:n][sel].min(), small[sel].min(), -large[sel].max())
     stats = -sim.collective.max(-stats)
     own_mat = np.flatnonzero(np.isfinite(stats[0]))
     walls = np.unique(np.r_[sim.planes.material, sim.mesh_walls.wall_material,
