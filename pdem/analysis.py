@@ -13,7 +13,8 @@ whole domain):
     sigma = (1/V) [ sum_{p in P} V_p sigma_p  -  sum_{p in P} m_p v'_p (x) v'_p ]
 
 with v' = v - (mass-weighted mean velocity of P), the kinetic (Reynolds) part, from
-the stored velocities. For a pair contact inside P the two particle terms add up to
+the stored velocities without the mean field L (x - lo) of a deforming cell
+(pdem/cell.py; the domain's volume is then the cell's, det H). For a pair contact inside P the two particle terms add up to
 -l (x) f with l = x_2 - x_1 the branch vector: the classical Love-Weber sum. The
 tensor is not symmetric while particles are out of equilibrium. Fabric: Satake's
 tensor sum n (x) n / N_c over particle-particle contacts."""
@@ -80,12 +81,13 @@ def stress(sim, region=None, volume=None, kinetic=True):
     otherwise). Collective."""
     st, n = sim.store, sim.store.n_own
     if volume is None:
-        volume = float(np.prod(sim.domain.length)) if region is None else region.volume()
+        volume = sim.cell.volume if region is None else region.volume()
     if not (np.isfinite(volume) and volume > 0):
         raise InputError("stress: volume must be a positive number, got %r" % (volume,))
     moment, _ = _moments(sim)
     inside = np.ones(n, bool) if region is None else region(st.pos[:n]) <= 0.0
-    mass, vel = st.mass[:n][inside], st.vel[:n][inside]
+    mass = st.mass[:n][inside]
+    vel = sim.cell.fluctuation(st.pos[:n][inside], st.vel[:n][inside])
     # one reduction: the moment sum, the momentum and mass, the second moment of velocity
     sums = np.concatenate([moment[inside].sum(axis=0).ravel(), mass @ vel, [mass.sum()],
                            np.einsum("p,pi,pj->ij", mass, vel, vel).ravel()])

@@ -44,6 +44,14 @@ cdef inline void mst(double* p, m33 m) noexcept nogil:
     p[3] = m.r1.x; p[4] = m.r1.y; p[5] = m.r1.z
     p[6] = m.r2.x; p[7] = m.r2.y; p[8] = m.r2.z
 
+cdef inline v3 image_shift(const double* H, int i0, int i1, int i2) noexcept nogil:
+    """The shift H i of a periodic image i (integer cell vectors; H row-major 3x3, its
+    columns the cell vectors, docs/cell.md). A fixed box has a diagonal H: the same
+    bits as i_d L_d (the off-diagonal terms add signed zeros only)."""
+    return V(i0 * H[0] + i1 * H[1] + i2 * H[2], i0 * H[3] + i1 * H[4] + i2 * H[5],
+             i0 * H[6] + i1 * H[7] + i2 * H[8])
+
+
 cdef inline v3 vadd(v3 a, v3 b) noexcept nogil:
     return V(a.x + b.x, a.y + b.y, a.z + b.z)
 
