@@ -16,8 +16,9 @@ drift; positions advance with the full velocity (Newton in the lab frame). The c
 moves with the same explicit map as the particles, H <- (I + L dt) H (exact for a
 simple shear, L^2 = 0). A ghost that is a periodic image i moves with its owner's
 velocity plus L H_prev i (the image's velocity, H_prev the cell at the start of the
-step), so every relative velocity of a pair across the boundary is that of the same
-pair inside the cell: seed 000's v~2 (the shift velocity of the image removed from
+step; added by the kernels from the pair's image difference, as the position shift),
+so every relative velocity of a pair across the boundary is that of the same pair
+inside the cell: seed 000's v~2 (the shift velocity of the image removed from
 v2 - v1). Wrapping a particle by -H n changes its velocity by -L H n (LAMMPS's remap v).
 """
 import numpy as np
@@ -237,6 +238,7 @@ class Cell:
             k = np.round(H[i, j] / H[i, i])
             if abs(H[i, j]) > 0.5 * H[i, i] and k != 0.0:
                 H[:, j] -= k * H[:, i]
+                self.image_velocity[:, j] -= k * self.image_velocity[:, i]
                 flipped = True
         if flipped:
             self.n_flips += 1
@@ -247,12 +249,12 @@ class Cell:
             self._build_matrix = self.matrix.copy()
         self.flipped = False
 
-    def correct_ghosts(self, st):
-        """A ghost that is a periodic image i gets its owner's velocity + L H_prev i."""
-        if not self.deforming or not np.any(self.image_velocity):
-            return
-        n = st.n_own
-        st.vel[n:] += apply(self.image_velocity, st.image[n:])
+    @property
+    def kernel(self):
+        """The kernels' cell array (6, 3): H, then L H_prev (the velocity of each cell
+        vector): a pair's image difference i shifts particle 2 by H i and its velocity by
+        L H_prev i (vecmath.pxd image_shift, image_velocity)."""
+        return np.ascontiguousarray(np.vstack([self.matrix, self.image_velocity]))
 
     def wrap(self, pos, vel):
         """Wrap positions into the cell in reduced coordinates on periodic axes (only the

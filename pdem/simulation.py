@@ -792,7 +792,6 @@ class Simulation:
             self.timers["neighbor"] += time.perf_counter() - t1
         else:
             self.ghosts.refresh(st, ("orient",) if self.shapes else ())
-            self.cell.correct_ghosts(st)
             self.timers["comm"] += time.perf_counter() - t1
         problem, bad = self.scheme.advance(self)
         t4 = time.perf_counter()
@@ -937,7 +936,6 @@ class Simulation:
                                   self.cell.reference if self.cell.deforming else None)
         n_own = len(own["id"])
         st.set_local(local, n_own=n_own)
-        self.cell.correct_ghosts(st)
         self.cell.built(restore)
         owner = self._owners(order, n_own)
         build = Build(n_own, owner, list_skin, cutoff, restore)

@@ -27,7 +27,7 @@ at the next force evaluation, 1 intact, 0 broken.
 cimport cython
 from cython.parallel cimport prange, threadid
 from libc.math cimport sqrt, fabs, M_PI
-from vecmath cimport v3, m33, V, vld, vst, mld, mst, vadd, vsub, vscale, vdot, mtdot, image_shift
+from vecmath cimport v3, m33, V, vld, vst, mld, mst, vadd, vsub, vscale, vdot, mtdot, image_shift, image_velocity, cell_moving
 from l6geom cimport l6_update, l6_initial_axes
 from contact_row cimport S_T, S_U, S_PHI, S_U0, S_PHI0, S_FORCE, S_MOMENT, S_NCOLS
 import numpy as np
@@ -127,7 +127,8 @@ def bond_forces(const int[::1] i1, const int[::1] i2, const double[:, ::1] pos,
     cdef int a, b, mode, nt = max(1, n_threads)
     cdef double dist, un, r1, r2, R, meff, ieff
     cdef double* row
-    cdef v3 x2, n, c, u, phi, udot, phidot, F, M
+    cdef v3 x2, n, c, u, phi, udot, phidot, F, M, v2
+    cdef bint moving = cell_moving(&cell[0, 0])
     cdef m33 T
     if state.shape[1] != S_NCOLS or table.shape[1] != BM_NCOLS or broke.shape[0] < m:
         raise ValueError("bond arrays: state width %d, table width %d, %d rows"
@@ -170,7 +171,11 @@ def bond_forces(const int[::1] i1, const int[::1] i2, const double[:, ::1] pos,
         T = mld(row + S_T)
         u = vld(row + S_U)
         phi = vld(row + S_PHI)
-        l6_update(c, n, un, x2, vld(&vel[a, 0]), vld(&vel[b, 0]), vld(&angvel[a, 0]),
+        v2 = vld(&vel[b, 0])
+        if moving:                # seed 000's v~2 (docs/cell.md)
+            v2 = image_velocity(&cell[0, 0], v2, image[b, 0] - image[a, 0],
+                                image[b, 1] - image[a, 1], image[b, 2] - image[a, 2])
+        l6_update(c, n, un, x2, vld(&vel[a, 0]), v2, vld(&angvel[a, 0]),
                   vld(&angvel[b, 0]), r1, r2, dt, flags, &T, &u, &phi, &udot, &phidot)
         mst(row + S_T, T)
         vst(row + S_U, u)

@@ -22,7 +22,7 @@ cimport cython
 from cython.parallel cimport prange, threadid
 from libc.math cimport sqrt, isfinite, cbrt, M_PI
 from vecmath cimport v3, m33, V, vld, vst, mld, mst, vadd, vsub, vscale, vneg, vdot, \
-    vcross, mtdot, image_shift
+    vcross, mtdot, image_shift, image_velocity, cell_moving
 from l6geom cimport l6_frame, l6_mid_rates, l6_advance, APPROX_MID_NORMAL, APPROX_MID_TRSF
 from contact_row cimport *
 from laws cimport jkr_radius, law_eval, P_NCOLS, P_NORMAL, P_KN0, P_KN1, P_KT_RATIO, P_GAMMA_N, \
@@ -135,7 +135,8 @@ cdef struct Bodies:
     # ~30 instructions per pair more)
     const double* pos
     const int* image
-    const double* cell         # H, row-major 3x3 (columns: cell vectors)
+    const double* cell         # H, then L H_prev (vecmath.pxd cell_moving; docs/cell.md)
+    bint moving                # a deforming cell: image velocities
     const double* vel
     const double* angvel
     const double* radius
@@ -389,7 +390,12 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
         bin[B_M1][nb] = mass[a]
         bin[B_M2][nb] = mass[b]
         cst(bin, B_V1, nb, vld(vel + 3 * a))
-        cst(bin, B_V2, nb, vld(vel + 3 * b))
+        if B.moving:           # seed 000's v~2 (docs/cell.md)
+            cst(bin, B_V2, nb, image_velocity(B.cell, vld(vel + 3 * b), image[3 * b] - image[3 * a],
+                                              image[3 * b + 1] - image[3 * a + 1],
+                                              image[3 * b + 2] - image[3 * a + 2]))
+        else:
+            cst(bin, B_V2, nb, vld(vel + 3 * b))
         cst(bin, B_W1, nb, vld(angvel + 3 * a))
         cst(bin, B_W2, nb, vld(angvel + 3 * b))
         row = state + k * S_NCOLS + S_T
@@ -442,6 +448,7 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
     B.pos = &pos[0, 0]
     B.image = &image[0, 0]
     B.cell = &cell[0, 0]
+    B.moving = cell_moving(B.cell)
     B.vel = &vel[0, 0]
     B.angvel = &angvel[0, 0]
     B.radius = &radius[0]

@@ -25,7 +25,7 @@ overlap ratio for max_overlap is -u_n / the smallest semi-axis of the two.
 cimport cython
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
-from vecmath cimport v3, V, vld, vst, vadd, vsub, vscale, vdot, vcross, image_shift
+from vecmath cimport v3, V, vld, vst, vadd, vsub, vscale, vdot, vcross, image_shift, image_velocity, cell_moving
 from contact_row cimport Load, contact_update, S_NCOLS, S_T, S_FORCE, S_MOMENT
 from laws cimport P_NCOLS
 from ellipsoid cimport Ell, CNResult, ell_make, ell2_make, ell_support, ell_radii, tangent_basis, \
@@ -59,7 +59,7 @@ cdef inline double _pair_one(Py_ssize_t k, int a, int b, const double[:, ::1] po
     """Pair k; returns the overlap ratio (-1 when not in contact)."""
     cdef Ell e1, e2
     cdef CNResult res
-    cdef v3 x2, n0, c
+    cdef v3 x2, n0, c, v2
     cdef double ax1[3]
     cdef double ax2[3]
     cdef double zero[3]
@@ -105,7 +105,11 @@ cdef inline double _pair_one(Py_ssize_t k, int a, int b, const double[:, ::1] po
     c = vscale(vadd(res.c1, res.c2), 0.5)
     m1 = mass[a]
     m2 = mass[b]
-    L = contact_update(c, res.n, res.gap, x2, vld(&vel[a, 0]), vld(&vel[b, 0]),
+    v2 = vld(&vel[b, 0])
+    if cell_moving(box):          # seed 000's v~2 (docs/cell.md)
+        v2 = image_velocity(box, v2, image[b, 0] - image[a, 0], image[b, 1] - image[a, 1],
+                            image[b, 2] - image[a, 2])
+    L = contact_update(c, res.n, res.gap, x2, vld(&vel[a, 0]), v2,
                        vld(&angvel[a, 0]), vld(&angvel[b, 0]), r1, r2, m1 * m2 / (m1 + m2),
                        hertz_radius(res.R1, res.R2, planar),
                        &pair_table[material[a] * nmat + material[b], 0], dt, flags,

@@ -51,11 +51,11 @@ from ..particles import FIELDS
 from ..scheme import from_description
 from .frames import collective_transfer, row_offsets, write_slab
 
-VERSION = 7         # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bit id keys;
+VERSION = 8         # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bit id keys;
                     # 4: 2D boundary segments and points; 5: bonds; 6: region walls;
                     # 7: particle shapes (shape, semi_axes, inertia_body, angmom) and the
-                    # ellipsoid kinds
-READS = (5, 6, 7)   # older files: no region walls (5), no shapes (5, 6): spheres only
+                    # ellipsoid kinds; 8: the periodic cell (group "cell", pdem/cell.py)
+READS = (5, 6, 7, 8)   # older files: no region walls (5), no shapes (5, 6): spheres only
 SHAPE_FIELDS = ("shape", "semi_axes", "inertia_body", "angmom")     # since version 7
 SHAPE_KINDS = ("ellpair", "ellplane")
 ELEMENT_FIELDS = ("a", "b", "material")      # pdem.contact.walls.Segments
@@ -115,6 +115,11 @@ def write(sim, path):
             for name in ELEMENT_FIELDS:
                 f.create_dataset(group + "/" + name, data=getattr(getattr(sim, group), name))
         sim.mesh_walls.save(f.create_group("mesh_walls"))
+        arrays, info = sim.cell.state()                  # identical on all ranks
+        cell = f.create_group("cell")
+        cell.attrs["info"] = json.dumps(info)
+        for name, value in arrays.items():
+            cell.create_dataset(name, data=value)
         sim.region_walls.save(f.create_group("region_walls"))
         broken = f.create_group("bonds_broken")
         for name, rows in bonds.broken.items():
@@ -231,11 +236,14 @@ def read(path, simulation, comm=None, threads=None, dims=None):
                       (float(a["clock_t0"]), int(a["clock_step0"])) if "clock_t0" in a else None)
         sim.next_id, sim.n_rebuilds = int(a["next_id"]), int(a["n_rebuilds"])
         sim.events.fired = set(json.loads(a["events_fired"])) if "events_fired" in a else set()
+        if "cell" in f:                 # version 8: the cell (before owners are known)
+            sim.cell.restore({k: v[...] for k, v in f["cell"].items()},
+                             json.loads(f["cell"].attrs["info"]))
         # particles: each rank keeps those in its subdomain
         own = {k: [] for k in list(FIELDS) + ["build_pos"] if "particles/" + k in f}
         pos = f["particles/pos"]
         for start, p in _chunks(pos):
-            keep = np.flatnonzero(sim.dec.owner(p) == sim.rank)
+            keep = np.flatnonzero(sim.dec.owner(sim.cell.reference(p)) == sim.rank)
             for k in own:
                 own[k].append(f["particles/" + k][start:start + len(p)][keep] if k != "pos"
                               else p[keep])
