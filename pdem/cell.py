@@ -197,6 +197,13 @@ class Cell:
         """The cell's widths between opposite faces, per axis."""
         return 1.0 / np.linalg.norm(np.linalg.inv(self.matrix), axis=1)
 
+    def minimum_image(self, d):
+        """Separation vectors d (n, 3) moved by whole cell vectors to the nearest image
+        in reduced coordinates (on periodic axes)."""
+        s = reduced(self.matrix, d)
+        n = np.where(np.array(self.sim.domain.periodic), np.round(s), 0.0)
+        return d - apply(self.matrix, n)
+
     # ------------------------------------------------------------------ the step
     def adjust_velocities(self, st):
         """homoDeform: a change of L since the last step adds (dL)(x - lo) to the owned

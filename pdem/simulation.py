@@ -570,8 +570,11 @@ class Simulation:
                              % (id1[k], id2[k]))
         d = pos[np.searchsorted(ids, id2)] - pos[np.searchsorted(ids, id1)]
         periodic = np.array(self.domain.periodic)
-        d[:, periodic] -= np.round(d[:, periodic] / self.box_length[periodic]) * \
-            self.box_length[periodic]
+        if self.cell.deforming:
+            d = self.cell.minimum_image(d)
+        else:
+            d[:, periodic] -= np.round(d[:, periodic] / self.box_length[periodic]) * \
+                self.box_length[periodic]
         return self._make_bonds(id1, id2, m, np.linalg.norm(d, axis=1))
 
     def bond_contacts(self, bond_material, gap=0.0, ids=None):

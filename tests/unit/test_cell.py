@@ -246,3 +246,24 @@ def test_refusals():
     with pytest.raises(InputError, match="component 'xq'"):
         sim.cell.control(strain_rate={"xq": 1.0})
     assert not sim.cell.deforming
+
+
+def test_series_holds_cell_and_stress(tmp_path):
+    """The HDF5 time series of a deforming cell: H, L, the stress and the work per row,
+    the same numbers as the simulation's at those steps."""
+    import h5py
+    from pdem.io import ResultFile
+    sim = frictional_gas(n_side=4)
+    seen = []
+    with ResultFile(str(tmp_path / "r.h5"), sim, every=100, series_every=50) as rf:
+        for _ in range(4):
+            rf.run(steps=50)
+            seen.append((sim.cell.matrix.copy(), sim.cell.last_stress.copy(), sim.cell.work))
+    with h5py.File(str(tmp_path / "r.h5"), "r") as f:
+        s = f["series"]
+        assert s["cell_matrix"].shape == (4, 3, 3)
+        for k, (H, sigma, work) in enumerate(seen):
+            assert np.array_equal(s["cell_matrix"][k], H)
+            assert np.array_equal(s["cell_stress"][k], sigma)
+            assert s["cell_work"][k] == work
+        assert s["cell_velocity_gradient"][0, 0, 1] == 5.0
