@@ -31,6 +31,12 @@ CORNERS = np.array([(i, j, k) for i in (-1, 0, 1) for j in (-1, 0, 1) for k in (
                    float)
 
 
+def fixed_cell(lengths):
+    """The kernels' cell array (6, 3) of a fixed box: diag(lengths), then zeros."""
+    return np.ascontiguousarray(np.vstack([np.diag(np.asarray(lengths, float)),
+                                           np.zeros((3, 3))]))
+
+
 def apply(M, X):
     """X @ M.T row by row in a fixed order of operations (BLAS may reorder by size: the
     bits would depend on how many particles a rank holds)."""

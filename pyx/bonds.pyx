@@ -130,6 +130,8 @@ def bond_forces(const int[::1] i1, const int[::1] i2, const double[:, ::1] pos,
     cdef v3 x2, n, c, u, phi, udot, phidot, F, M, v2
     cdef bint moving = cell_moving(&cell[0, 0])
     cdef m33 T
+    if cell.shape[0] != 6 or cell.shape[1] != 3:
+        raise ValueError("cell must be (6, 3): H, then L H (pdem.cell.fixed_cell for a box)")
     if state.shape[1] != S_NCOLS or table.shape[1] != BM_NCOLS or broke.shape[0] < m:
         raise ValueError("bond arrays: state width %d, table width %d, %d rows"
                          % (state.shape[1], table.shape[1], m))

@@ -436,6 +436,8 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
     cdef double[:, ::1] worst = _worst_init(nt)
     cdef Bodies B
     cdef Sums S
+    if cell.shape[0] != 6 or cell.shape[1] != 3:
+        raise ValueError("cell must be (6, 3): H, then L H (pdem.cell.fixed_cell for a box)")
     if sums:
         f_out[:, :] = 0.0
         t_out[:, :] = 0.0

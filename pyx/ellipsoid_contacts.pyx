@@ -173,6 +173,8 @@ def ellipsoid_pairs(const int[::1] i1, const int[::1] i2, const double[:, ::1] p
     cdef double ratio
     cdef double[:, ::1] worst = np.zeros((nt, 2))
     cdef long failed = -1, n_contact = 0, it_sum = 0, it_max = 0
+    if cell.shape[0] != 6 or cell.shape[1] != 3:
+        raise ValueError("cell must be (6, 3): H, then L H (pdem.cell.fixed_cell for a box)")
     if m == 0:
         return 0.0, -1, -1, 0, 0, 0
     if state.shape[1] != S_NCOLS or pair_table.shape[1] != P_NCOLS or branch.shape[0] < m:

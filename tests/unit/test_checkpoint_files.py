@@ -59,7 +59,7 @@ def test_checkpoint_of_another_format_version_is_refused(tmp_path, version):
     with h5py.File(path, "a") as f:
         f.attrs["version"] = version
     with pytest.raises(pdem.InputError, match="old.h5' is a pdem checkpoint of format "
-                                              r"version %d; this pdem reads versions \(5, 6, 7\)"
+                                              r"version %d; this pdem reads versions \(5, 6, 7, 8\)"
                                               % version):
         pdem.restart(path, comm=MPI.COMM_SELF)
 
