@@ -378,6 +378,9 @@ class Simulation:
         size distribution (pdem.sizes), rejecting overlaps (pdem/insertion.py). The same
         on any number of ranks; after a restart, call it again with the same name.
         Collective; returns the Insertion (its `state`: number and mass inserted)."""
+        if self.cell.deforming:
+            raise InputError("add_insertion %r: insertions are not available in a deforming "
+                             "cell (their minimum image is the fixed box's)" % (name,))
         return insertion.add_insertion(self, region, material, radii, rate, mass_rate, count,
                                        velocity, every, seed, name)
 

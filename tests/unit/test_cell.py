@@ -246,6 +246,9 @@ def test_refusals():
     with pytest.raises(InputError, match="component 'xq'"):
         sim.cell.control(strain_rate={"xq": 1.0})
     assert not sim.cell.deforming
+    sim.cell.velocity_gradient = [[0, 1.0, 0], [0, 0, 0], [0, 0, 0]]
+    with pytest.raises(InputError, match="add_insertion 'insertion': insertions are not"):
+        sim.add_insertion(None, "m", 0.1)
 
 
 def test_series_holds_cell_and_stress(tmp_path):
