@@ -210,6 +210,15 @@ class Cell:
         n = np.where(np.array(self.sim.domain.periodic), np.round(s), 0.0)
         return d - apply(self.matrix, n)
 
+    def surface(self):
+        """(vertices (8, 3), triangles (12, 3)) of the cell's faces (output: XDMF)."""
+        corners = np.array([(i, j, k) for i in (0, 1) for j in (0, 1) for k in (0, 1)], float)
+        vertices = self.origin + apply(self.matrix, corners)
+        quads = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4),
+                 (1, 5, 7, 3)]
+        tri = [(a, b, c) for a, b, c, d in quads] + [(a, c, d) for a, b, c, d in quads]
+        return vertices, np.array(tri, np.int64)
+
     # ------------------------------------------------------------------ the step
     def adjust_velocities(self, st):
         """homoDeform: a change of L since the last step adds (dL)(x - lo) to the owned

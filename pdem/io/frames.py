@@ -327,6 +327,13 @@ class ResultFile:
                               ("velocity", planes.vel, "L/T"), ("force", wall_force, "M L/T^2")):
             # identical on every rank: rank 0 writes, the others select nothing
             self._rows(wg, f, rows if root else rows[:0], 0, len(planes), unit)
+        if sim.cell.deforming:          # the cell's faces (pdem/cell.py), as a mesh
+            vertices, facets = sim.cell.surface()
+            cg = g.create_group("cell")
+            for f, rows, unit in (("vertices", vertices, "L"), ("facets", facets, "1"),
+                                  ("facet_wall", np.zeros(len(facets), np.int32), "1")):
+                self._rows(cg, f, rows if root else rows[:0], 0, len(rows), unit)
+            desc["cell"] = {"n_vertices": len(vertices), "n_facets": len(facets)}
         mw = sim.mesh_walls
         if len(mw):
             mg = g.create_group("mesh_walls")

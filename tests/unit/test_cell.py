@@ -253,7 +253,8 @@ def test_refusals():
 
 def test_series_holds_cell_and_stress(tmp_path):
     """The HDF5 time series of a deforming cell: H, L, the stress and the work per row,
-    the same numbers as the simulation's at those steps."""
+    the same numbers as the simulation's at those steps; the frames and XDMF hold the
+    cell's faces."""
     import h5py
     from pdem.io import ResultFile
     sim = frictional_gas(n_side=4)
@@ -270,3 +271,10 @@ def test_series_holds_cell_and_stress(tmp_path):
             assert np.array_equal(s["cell_stress"][k], sigma)
             assert s["cell_work"][k] == work
         assert s["cell_velocity_gradient"][0, 0, 1] == 5.0
+        # each frame (every 100 steps) holds the cell's faces: corners lo + H (i, j, k)
+        vertices = f["frames/000001/cell/vertices"][...]
+        H = seen[3][0]
+        assert np.allclose(vertices[7], H.sum(axis=1), rtol=1e-14)
+        assert np.allclose(vertices[2], H[:, 1], rtol=1e-14)
+    xdmf = (tmp_path / "r.xdmf").read_text()
+    assert '<Grid Name="cell" GridType="Collection"' in xdmf and "cell_000001" in xdmf
