@@ -90,6 +90,24 @@ def test_affine_gas_stays_affine_through_flips():
     assert np.allclose(sim.cell.strain[0, 1], 0.5 * g * steps * 1e-3, rtol=1e-12)
 
 
+def test_affine_disks_stay_affine_in_2d():
+    """2D: the xy block of L (2x2); rows of disks 1 apart along y, radius 0.3, shear
+    g = 2 to strain 1.2: exact affine velocities, one flip."""
+    L, g = 6.0, 2.0
+    dom = pdem.Domain((0, 0), (L, L), periodic=(True, True), dim=2)
+    sim = pdem.Simulation(dom, dt=1e-3)
+    m = sim.material("m", density=1.0, kn=KN)
+    x, y = np.meshgrid(np.arange(0.5, L, 1.0), np.arange(0.5, L, 1.0), indexing="ij")
+    sim.add_spheres(np.column_stack([x.ravel(), y.ravel()]), 0.3, m)
+    sim.cell.velocity_gradient = [[0, g], [0, 0]]
+    sim.run(steps=600)
+    p = sim.particles()
+    assert sim.cell.n_flips == 1 and sim.interactions["pair"].batch.active.sum() == 0
+    assert np.all(p["velocity"][:, 0] == g * p["position"][:, 1])
+    assert np.all(p["velocity"][:, 1:] == 0.0)
+    assert np.all(sim.stress() == 0.0)
+
+
 def pair_history(a_pos, steps=300, g=0.8):
     """Two frictional spheres in contact in a cell under simple shear L_xy = g, started on
     the same fluctuation velocities (setting L adds the affine field at their wrapped
