@@ -27,6 +27,7 @@ import numpy as np  # noqa: E402
 import pdem  # noqa: E402
 from pdem._kernels import contacts as ck  # noqa: E402
 from pdem._kernels import ellipsoid as E  # noqa: E402
+from pdem.cell import fixed_cell  # noqa: E402
 
 
 def qmul(a, b):
@@ -143,7 +144,7 @@ def main():
     mat, mass, image = np.zeros(n, np.int32), np.ones(n), np.zeros((n, 3), np.int32)
 
     def spheres():
-        ck.sphere_sphere(si1, si2, spos, image, np.full(3, 100.0), vel, angvel, r, mass, mat,
+        ck.sphere_sphere(si1, si2, spos, image, fixed_cell(np.full(3, 100.0)), vel, angvel, r, mass, mat,
                          table, 1, 1e-3, 0, act, state, 1, periodic=False)
     spheres()
     ts = time_it(spheres, 5 * args.repeat) / m * 1e9

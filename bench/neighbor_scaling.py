@@ -116,7 +116,7 @@ def measure(sim, repeat, threads):
     sim.run(steps=1)                               # warm-up, builds the lists
     st = sim.store
     order = np.argsort(st.id, kind="stable")
-    t_kernel = best(lambda: cells.build_pairs(st.pos, st.image, sim.box_length, st.radius, st.id,
+    t_kernel = best(lambda: cells.build_pairs(st.pos, st.image, sim.cell.kernel, st.radius, st.id,
                                               st.n_own, sim.skin, order, threads), repeat)
     t_rebuild = best(sim._rebuild, repeat)
     # steps without a rebuild: time each, keep those where no rebuild happened

@@ -13,7 +13,8 @@ whole domain):
     sigma = (1/V) [ sum_{p in P} V_p sigma_p  -  sum_{p in P} m_p v'_p (x) v'_p ]
 
 with v' = v - (mass-weighted mean velocity of P), the kinetic (Reynolds) part, from
-the stored velocities. For a pair contact inside P the two particle terms add up to
+the stored velocities without the mean field L (x - lo) of a deforming cell
+(pdem/cell.py; the domain's volume is then the cell's, det H). For a pair contact inside P the two particle terms add up to
 -l (x) f with l = x_2 - x_1 the branch vector: the classical Love-Weber sum. The
 tensor is not symmetric while particles are out of equilibrium. Fabric: Satake's
 tensor sum n (x) n / N_c over particle-particle contacts."""
@@ -83,22 +84,43 @@ def stress(sim, region=None, volume=None, kinetic=True):
     otherwise). Collective."""
     st, n = sim.store, sim.store.n_own
     if volume is None:
-        volume = float(np.prod(sim.domain.length)) if region is None else region.volume()
+        volume = sim.cell.volume if region is None else region.volume()
     if not (np.isfinite(volume) and volume > 0):
         raise InputError("stress: volume must be a positive number, got %r" % (volume,))
     moment, _ = _moments(sim)
     inside = np.ones(n, bool) if region is None else region(st.pos[:n]) <= 0.0
-    mass, vel = st.mass[:n][inside], st.vel[:n][inside]
-    # one reduction: the moment sum, the momentum and mass, the second moment of velocity
-    sums = np.concatenate([moment[inside].sum(axis=0).ravel(), mass @ vel, [mass.sum()],
-                           np.einsum("p,pi,pj->ij", mass, vel, vel).ravel()])
-    sums = sim.collective.sum(sums)
+    mass = st.mass[:n][inside]
+    vel = sim.cell.fluctuation(st.pos[:n][inside], st.vel[:n][inside])
+    # one exact sum over particles and ranks (the same bits on any partition: a
+    # deforming cell's servo feeds on it): the moments, momentum, mass, second moment of
+    # velocity
+    mv = mass[:, None] * vel
+    sums = exact_sum(sim.collective, np.column_stack([
+        moment[inside].reshape(-1, 9), mv, mass, (mv[:, :, None] * vel[:, None, :]).reshape(-1, 9)]))
     total = sums[:9].reshape(3, 3)
     if kinetic and sums[12] > 0:
         mean = sums[9:12] / sums[12]
         # sum m v' v' = sum m v v - M vbar vbar
         total = total - (sums[13:].reshape(3, 3) - sums[12] * np.outer(mean, mean))
     return total / volume
+
+
+def exact_sum(collective, rows):
+    """Column sums of `rows` (n, k) over every rank's rows, the same bits however the rows
+    are split over ranks: each value is cut at a column scale 2^e (e from the column's
+    largest |value| over ranks) into two integers of 40 bits, x 2^(40 - e) = hi + lo
+    2^-40 + (below 2^-80 of the largest value: dropped), which sum exactly in int64 (up
+    to 2^23 rows). Two reductions."""
+    rows = np.asarray(rows, float).reshape(len(rows), -1)
+    k = rows.shape[1]
+    big = collective.max(np.abs(rows).max(axis=0) if len(rows) else np.zeros(k))
+    e = np.frexp(big)[1]
+    scaled = np.ldexp(rows, 40 - e)
+    hi = np.trunc(scaled)
+    lo = np.trunc(np.ldexp(scaled - hi, 40))
+    ints = collective.sum(np.concatenate([hi.astype(np.int64).sum(axis=0),
+                                          lo.astype(np.int64).sum(axis=0)]))
+    return np.ldexp(ints[:k].astype(float) + np.ldexp(ints[k:].astype(float), -40), e - 40)
 
 
 def fabric(sim):

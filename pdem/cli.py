@@ -554,8 +554,8 @@ def plot(args):
         ax.set_ylabel("force on the mesh wall")
         ax.legend(fontsize="small", ncol=2)
         save(fig, "mesh_wall_forces")
-    from pdem.io.frames import SERIES, WALL_SERIES
-    extra = [k for k in s if k not in SERIES and k not in WALL_SERIES]
+    from pdem.io.frames import CELL_SERIES, SERIES, WALL_SERIES
+    extra = [k for k in s if k not in SERIES and k not in WALL_SERIES and k not in CELL_SERIES]
     if extra:                            # ResultFile(series_extra=...) columns
         fig, axes = plt.subplots(len(extra), 1, sharex=True, figsize=(7, 2.5 + 2 * len(extra)),
                                  squeeze=False)

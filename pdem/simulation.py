@@ -23,6 +23,7 @@ from mpi4py import MPI
 from . import analysis, clumps, diagnostics, editing, insertion, polyhedra, shapes, validate
 from . import energy as energy_balance
 from ._kernels import integrate
+from .cell import Cell, apply
 from .collective import Collective
 from .contact import keys
 from .contact.flags import APPROX, NO_RATCH
@@ -131,6 +132,7 @@ class Simulation:
         self.store = ParticleStore()
         self.interactions = {cls.name: cls(self) for cls in KINDS}
         self.box_length = np.ascontiguousarray(domain.length)
+        self.cell = Cell(self)                   # H, L, stress control (pdem/cell.py)
         self.signals = SignalCheckpoint()
         self.time = 0.0
         self.step_count = 0
@@ -330,7 +332,10 @@ class Simulation:
             i = int(np.flatnonzero(pos[:, 2] != 0.0)[0])
             raise InputError("positions[%d]: z must be 0 in 2D, got %r" % (i, float(pos[i, 2])))
         lo, hi = self.domain.lo, self.domain.hi
-        outside = np.flatnonzero(np.any((pos < lo) | (pos >= hi), axis=1))
+        outside = np.any((pos < lo) | (pos >= hi), axis=1)
+        if self.cell.deforming:        # a deformed cell wraps them on its periodic axes
+            outside = np.any(((pos < lo) | (pos >= hi)) & ~np.array(self.domain.periodic), axis=1)
+        outside = np.flatnonzero(outside)
         if len(outside):
             i = int(outside[0])
             raise InputError("positions[%d] = %s is outside the domain %s..%s"
@@ -345,6 +350,8 @@ class Simulation:
             if dim == 2 and w.ndim <= 1 and w.size == n:
                 w = np.column_stack([np.zeros(n), np.zeros(n), w.reshape(-1)])
             new["angvel"][:] = validate.vectors("angular_velocities", w, 3, n)
+        if self.cell.deforming:
+            self.cell.wrap(new["pos"], new["vel"])
         _, first, count = np.unique(pos, axis=0, return_index=True, return_counts=True)
         if np.any(count > 1):
             i = int(first[np.flatnonzero(count > 1)[0]])
@@ -366,7 +373,7 @@ class Simulation:
         self.next_id += len(new["id"])
         if self.check_ids:
             self._ids = np.concatenate([self._ids, new["id"]])
-        mine = np.flatnonzero(self.dec.owner(new["pos"]) == self.rank)
+        mine = np.flatnonzero(self.dec.owner(self.cell.reference(new["pos"])) == self.rank)
         self.store.append_owned({k: v[mine] for k, v in new.items()})
         self._scene_changed()
         self._checked_dt = False
@@ -416,6 +423,9 @@ class Simulation:
         size distribution (pdem.sizes), rejecting overlaps (pdem/insertion.py). The same
         on any number of ranks; after a restart, call it again with the same name.
         Collective; returns the Insertion (its `state`: number and mass inserted)."""
+        if self.cell.deforming:
+            raise InputError("add_insertion %r: insertions are not available in a deforming "
+                             "cell (their minimum image is the fixed box's)" % (name,))
         return insertion.add_insertion(self, region, material, radii, rate, mass_rate, count,
                                        velocity, every, seed, name)
 
@@ -612,8 +622,11 @@ class Simulation:
                              % (id1[k], id2[k]))
         d = pos[np.searchsorted(ids, id2)] - pos[np.searchsorted(ids, id1)]
         periodic = np.array(self.domain.periodic)
-        d[:, periodic] -= np.round(d[:, periodic] / self.box_length[periodic]) * \
-            self.box_length[periodic]
+        if self.cell.deforming:
+            d = self.cell.minimum_image(d)
+        else:
+            d[:, periodic] -= np.round(d[:, periodic] / self.box_length[periodic]) * \
+                self.box_length[periodic]
         return self._make_bonds(id1, id2, m, np.linalg.norm(d, axis=1))
 
     def bond_contacts(self, bond_material, gap=0.0, ids=None):
@@ -627,7 +640,7 @@ class Simulation:
         self._rebuild(reach=1.01 * gap)           # the Verlet list holds every such pair
         pairs, st = self.interactions["pair"], self.store
         b = pairs.batch
-        x = st.pos[b.i2] - st.pos[b.i1] + (st.image[b.i2] - st.image[b.i1]) * self.box_length
+        x = st.pos[b.i2] - st.pos[b.i1] + apply(self.cell.matrix, st.image[b.i2] - st.image[b.i1])
         near = np.linalg.norm(x, axis=1) - st.radius[b.i1] - st.radius[b.i2] <= gap
         near &= (pairs.owner1 >= 0) | (pairs.owner2 >= 0)
         if ids is not None:
@@ -803,6 +816,8 @@ class Simulation:
         since_build = st.pos if self._dirty else self._build_pos
         if self.shapes:
             self.rotation.save(st)
+        if self.cell.deforming:                 # homoDeform: a change of L (pdem/cell.py)
+            self.cell.adjust_velocities(st)
         moved2 = integrate.drift(st.pos, st.vel, st.angvel, st.orient, since_build, self.dt,
                                  st.n_own, self.threads)
         if self.shapes:                 # non-spheres: the free rotor (pdem/shapes.py)
@@ -812,6 +827,9 @@ class Simulation:
         self.planes.move(self.dt)
         self.mesh_walls.move(self.dt)
         moved2 = max(moved2, self.mesh_walls.moved2())    # the same on every rank
+        if self.cell.deforming:                 # H to t + dt; images moved with it
+            extra = self.cell.advance(self.dt)
+            moved2 = np.inf if self.cell.flipped else (np.sqrt(moved2) + extra) ** 2
         self._tick_clock()
         t1 = time.perf_counter()
         self.timers["integrate"] += t1 - clock
@@ -846,6 +864,7 @@ class Simulation:
         if self.check_ids:
             diagnostics.verify_ids(self, self._ids)
         self.timers["comm"] += time.perf_counter() - t4
+        self.cell.after_step(self)              # stress, work, servo (collective)
         if self.events:                         # before a checkpoint on a signal
             self.events.after_step()
         if signum:
@@ -913,7 +932,11 @@ class Simulation:
             own["build_pos"] = self._build_pos
         else:
             own["pos"] = own["pos"].copy()              # wrapped in place
-            wrap(own["pos"], dom.lo, dom.hi, dom.periodic)
+            if self.cell.deforming:                     # in reduced coordinates
+                own["vel"] = own["vel"].copy()
+                self.cell.wrap(own["pos"], own["vel"])
+            else:
+                wrap(own["pos"], dom.lo, dom.hi, dom.periodic)
             own, new_index, removed = handle_lost(self, own, drop)
             bonds = self.interactions["bond"]
             if self.check_ids or bonds.any:
@@ -931,23 +954,25 @@ class Simulation:
                         self.scheme.reach(self, own["radius"]), reach)  # contacts within an alert distance
         # the ghosts cover the pairs and the longest bond (plus the last step's motion)
         cutoff = max(2.0 * rmax, bond + 0.5 * list_skin if bond else 0.0) + list_skin
+        widths = self.cell.widths() if self.cell.deforming else dom.length
         for axis in range(3):
-            if dom.periodic[axis] and dom.length[axis] < 2.0 * cutoff:
+            if dom.periodic[axis] and widths[axis] < 2.0 * cutoff:
                 raise InputError("domain length %g on periodic axis %d is below twice the pair "
                                  "range 2 * (2 r_max + skin [+ NSCD alert]) = %g"
-                                 % (dom.length[axis], axis, 2 * cutoff))
-        dec.check_thickness(cutoff)
+                                 % (widths[axis], axis, 2 * cutoff))
+        ghost_cutoff = self.cell.ghost_cutoff(cutoff)   # per axis in a deformed cell
+        dec.check_thickness(ghost_cutoff)
         kinds = list(self.interactions.values())
         if self.size > 1:       # exchange: particles move to their owners with their rows
             if self.balance is not None and \
                     self.collective.imbalance(len(own["id"])) > self.balance:
-                dec.balance(own["pos"], cutoff)
+                dec.balance(self.cell.reference(own["pos"]), ghost_cutoff)
                 self.n_balances += 1
             owners = [k.owners() for k in kinds]
             if new_index is not None:              # removed particles leave their contacts
                 owners = [tuple(np.where(o >= 0, new_index[o], -1) for o in group)
                           for group in owners]
-            dest = dec.owner(own["pos"])
+            dest = dec.owner(self.cell.reference(own["pos"]))
             self.n_migrated += int(np.count_nonzero(dest != self.rank))
             own, received = migrate(self.comm, own, dest, [k.batch for k in kinds], owners)
             for kind, batch in zip(kinds, received):
@@ -957,9 +982,11 @@ class Simulation:
         if build_pos is not None and order is not None:
             build_pos = build_pos[order]
         own["image"] = np.zeros_like(own["image"])
-        local = self.ghosts.build(own, cutoff, order)   # borders; one gather per field
+        local = self.ghosts.build(own, ghost_cutoff, order,    # borders; one gather per
+                                  self.cell.reference if self.cell.deforming else None)
         n_own = len(own["id"])
         st.set_local(local, n_own=n_own)
+        self.cell.built(restore)
         owner = self._owners(order, n_own)
         build = Build(n_own, owner, list_skin, cutoff, restore)
         for kind in kinds:

@@ -27,7 +27,7 @@ at the next force evaluation, 1 intact, 0 broken.
 cimport cython
 from cython.parallel cimport prange, threadid
 from libc.math cimport sqrt, fabs, M_PI
-from vecmath cimport v3, m33, V, vld, vst, mld, mst, vsub, vscale, vdot, mtdot
+from vecmath cimport v3, m33, V, vld, vst, mld, mst, vadd, vsub, vscale, vdot, mtdot, image_shift, image_velocity, cell_moving
 from l6geom cimport l6_update, l6_initial_axes
 from contact_row cimport S_T, S_U, S_PHI, S_U0, S_PHI0, S_FORCE, S_MOMENT, S_NCOLS
 import numpy as np
@@ -112,7 +112,7 @@ cdef inline int bond_law(const double* P, const double* row, double R, bint plan
 @cython.boundscheck(False)
 @cython.wraparound(False)
 def bond_forces(const int[::1] i1, const int[::1] i2, const double[:, ::1] pos,
-                const int[:, ::1] image, const double[::1] box_len, const double[:, ::1] vel,
+                const int[:, ::1] image, const double[:, ::1] cell, const double[:, ::1] vel,
                 const double[:, ::1] angvel, const double[::1] radius, const double[::1] mass,
                 const double[::1] inertia, const double[:, ::1] table, bint planar, double dt,
                 int flags, signed char[::1] active, double[:, ::1] state,
@@ -127,8 +127,11 @@ def bond_forces(const int[::1] i1, const int[::1] i2, const double[:, ::1] pos,
     cdef int a, b, mode, nt = max(1, n_threads)
     cdef double dist, un, r1, r2, R, meff, ieff
     cdef double* row
-    cdef v3 x2, n, c, u, phi, udot, phidot, F, M
+    cdef v3 x2, n, c, u, phi, udot, phidot, F, M, v2
+    cdef bint moving = cell_moving(&cell[0, 0])
     cdef m33 T
+    if cell.shape[0] != 6 or cell.shape[1] != 3:
+        raise ValueError("cell must be (6, 3): H, then L H (pdem.cell.fixed_cell for a box)")
     if state.shape[1] != S_NCOLS or table.shape[1] != BM_NCOLS or broke.shape[0] < m:
         raise ValueError("bond arrays: state width %d, table width %d, %d rows"
                          % (state.shape[1], table.shape[1], m))
@@ -142,9 +145,8 @@ def bond_forces(const int[::1] i1, const int[::1] i2, const double[:, ::1] pos,
         b = i2[k]
         row = &state[k, 0]
         x2 = vsub(vld(&pos[b, 0]), vld(&pos[a, 0]))
-        x2 = V(x2.x + (image[b, 0] - image[a, 0]) * box_len[0],
-               x2.y + (image[b, 1] - image[a, 1]) * box_len[1],
-               x2.z + (image[b, 2] - image[a, 2]) * box_len[2])
+        x2 = vadd(x2, image_shift(&cell[0, 0], image[b, 0] - image[a, 0],
+                                  image[b, 1] - image[a, 1], image[b, 2] - image[a, 2]))
         dist = sqrt(vdot(x2, x2))
         if dist > longest[threadid()]:
             longest[threadid()] = dist
@@ -171,7 +173,11 @@ def bond_forces(const int[::1] i1, const int[::1] i2, const double[:, ::1] pos,
         T = mld(row + S_T)
         u = vld(row + S_U)
         phi = vld(row + S_PHI)
-        l6_update(c, n, un, x2, vld(&vel[a, 0]), vld(&vel[b, 0]), vld(&angvel[a, 0]),
+        v2 = vld(&vel[b, 0])
+        if moving:                # seed 000's v~2 (docs/cell.md)
+            v2 = image_velocity(&cell[0, 0], v2, image[b, 0] - image[a, 0],
+                                image[b, 1] - image[a, 1], image[b, 2] - image[a, 2])
+        l6_update(c, n, un, x2, vld(&vel[a, 0]), v2, vld(&angvel[a, 0]),
                   vld(&angvel[b, 0]), r1, r2, dt, flags, &T, &u, &phi, &udot, &phidot)
         mst(row + S_T, T)
         vst(row + S_U, u)
@@ -196,7 +202,7 @@ def bond_forces(const int[::1] i1, const int[::1] i2, const double[:, ::1] pos,
 @cython.wraparound(False)
 def bond_locals(const long[::1] id1, const long[::1] id2, const long[::1] ids,
                 const long[::1] order, const double[:, ::1] pos, const int[:, ::1] image,
-                const double[::1] box_len, int n_own):
+                const double[:, ::1] cell, int n_own):
     """Local particle indices (i1, i2) of bonds given by ids, from the local particles
     `ids` (owned first, then ghosts; `order` sorts them). One particle is the owned
     copy (particle 1's if this rank owns it), the other the copy of its partner
@@ -224,7 +230,7 @@ def bond_locals(const long[::1] id1, const long[::1] id2, const long[::1] ids,
                 if at < 0:
                     continue
             near = _nearest(order, lo2 if first else lo1, hi2 if first else hi1, at, pos,
-                            image, box_len)
+                            image, cell)
             if near < 0:
                 missing[k] = 1
             else:
@@ -259,17 +265,18 @@ cdef inline int _owned(const long[::1] order, long lo, long hi, int n_own) noexc
 
 cdef inline int _nearest(const long[::1] order, long lo, long hi, int at,
                          const double[:, ::1] pos, const int[:, ::1] image,
-                         const double[::1] box_len) noexcept nogil:
+                         const double[:, ::1] cell) noexcept nogil:
     """The copy among order[lo:hi] nearest to local particle `at` (-1: none)."""
     cdef long e
     cdef int j, d, best = -1
-    cdef double dd, dx, best_d = 0.0
+    cdef double dd, best_d = 0.0
+    cdef v3 x
     for e in range(lo, hi):
         j = <int>order[e]
-        dd = 0.0
-        for d in range(3):
-            dx = pos[j, d] - pos[at, d] + (image[j, d] - image[at, d]) * box_len[d]
-            dd = dd + dx * dx
+        x = vadd(vsub(vld(&pos[j, 0]), vld(&pos[at, 0])),
+                 image_shift(&cell[0, 0], image[j, 0] - image[at, 0],
+                             image[j, 1] - image[at, 1], image[j, 2] - image[at, 2]))
+        dd = vdot(x, x)
         if best < 0 or dd < best_d:
             best, best_d = j, dd
     return best

@@ -16,7 +16,7 @@ import numpy as np
 
 
 cdef tuple _binned(const double[:, ::1] pos, const int[:, ::1] image,
-                   const double[::1] box_len, const double[::1] radius, double skin,
+                   const double[:, ::1] cell, const double[::1] radius, double skin,
                    double* lo, long* nc, double* inv_cell):
     """Shifted positions sp = x + image L binned in cubic cells of edge 2 r_max + skin
     over their bounding box: (sp, start, members, cell_of) with
@@ -35,7 +35,8 @@ cdef tuple _binned(const double[:, ::1] pos, const int[:, ::1] image,
         if radius[i] > rmax:
             rmax = radius[i]
         for d in range(3):
-            sp[i, d] = pos[i, d] + image[i, d] * box_len[d]
+            sp[i, d] = pos[i, d] + (image[i, 0] * cell[d, 0] + image[i, 1] * cell[d, 1]
+                                    + image[i, 2] * cell[d, 2])
             if sp[i, d] < lo[d]:
                 lo[d] = sp[i, d]
             if sp[i, d] > hi[d]:
@@ -54,7 +55,7 @@ cdef tuple _binned(const double[:, ::1] pos, const int[:, ::1] image,
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-def build_pairs(const double[:, ::1] pos, const int[:, ::1] image, const double[::1] box_len,
+def build_pairs(const double[:, ::1] pos, const int[:, ::1] image, const double[:, ::1] cell,
                 const double[::1] radius, const long[::1] ids, int n_own, double skin,
                 const long[::1] order, int n_threads):
     """Return (i1, i2) int32 local indices of the candidate pairs, sorted by (id1, id2)."""
@@ -64,7 +65,7 @@ def build_pairs(const double[:, ::1] pos, const int[:, ::1] image, const double[
     cdef long nc[3]
     if n == 0:
         return np.empty(0, np.int32), np.empty(0, np.int32)
-    sp_arr, start_arr, members_arr, cell_of_arr = _binned(pos, image, box_len, radius,
+    sp_arr, start_arr, members_arr, cell_of_arr = _binned(pos, image, cell, radius,
                                                           skin, lo, nc, &inv_cell)
     cdef double[:, ::1] sp = sp_arr
     cdef long[::1] start = start_arr
@@ -158,7 +159,7 @@ cdef inline bint _less_entry(long ka, int pa, long kb, int pb) noexcept nogil:
 @cython.boundscheck(False)
 @cython.wraparound(False)
 def build_pair_rows(const double[:, ::1] pos, const int[:, ::1] image,
-                    const double[::1] box_len, const double[::1] radius, const long[::1] ids,
+                    const double[:, ::1] cell, const double[::1] radius, const long[::1] ids,
                     int n_own, double skin):
     """The candidate pairs of build_pairs as contact rows (i1, i2, key), sorted by key
     = id1 << 32 | id2, each key once: where periodic images (or any copies of one
@@ -182,13 +183,13 @@ def build_pair_rows(const double[:, ::1] pos, const int[:, ::1] image,
         uniq, group_arr = np.unique(ids_arr, return_inverse=True)
         group_arr = np.ascontiguousarray(group_arr, np.int64)
         n_groups = len(uniq)
-    return _pair_rows(pos, image, box_len, radius, ids, n_own, skin, group_arr, id_lo,
+    return _pair_rows(pos, image, cell, radius, ids, n_own, skin, group_arr, id_lo,
                       n_groups)
 
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[::1] box_len,
+cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[:, ::1] cell,
                 const double[::1] radius, const long[::1] ids, int n_own, double skin,
                 const long[::1] group, long id_lo, long n_groups):
     cdef Py_ssize_t n = pos.shape[0], i, j, k, e, f, s, m, cap, nrow
@@ -198,7 +199,7 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
     cdef double lo[3]
     cdef long nc[3]
     cdef bint dense = group.shape[0] == 0, gj, oom = False
-    sp_arr, start_arr, members_arr, _ = _binned(pos, image, box_len, radius, skin, lo, nc,
+    sp_arr, start_arr, members_arr, _ = _binned(pos, image, cell, radius, skin, lo, nc,
                                                 &inv_cell)
     cdef double[:, ::1] sp = sp_arr
     cdef long[::1] start = start_arr

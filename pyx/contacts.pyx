@@ -10,7 +10,7 @@ law moment on particle 2 (global); the torques on both bodies follow from them
 (contact_row.pxd row_torques).
 
 Determinism. Pair k is computed from particle 1's position and x2 - x1 +
-(image2 - image1) * L, the same numbers on every rank and thread count; the
+H (image2 - image1) (H the cell matrix), the same numbers on every rank and thread count; the
 gather sums each owned particle's contributions in the order of its CSR list
 (ascending partner id), never with atomics.
 
@@ -22,7 +22,7 @@ cimport cython
 from cython.parallel cimport prange, threadid
 from libc.math cimport sqrt, isfinite, cbrt, M_PI
 from vecmath cimport v3, m33, V, vld, vst, mld, mst, vadd, vsub, vscale, vneg, vdot, \
-    vcross, mtdot
+    vcross, mtdot, image_shift, image_velocity, cell_moving
 from l6geom cimport l6_frame, l6_mid_rates, l6_advance, APPROX_MID_NORMAL, APPROX_MID_TRSF
 from contact_row cimport *
 from laws cimport jkr_radius, law_eval, P_NCOLS, P_NORMAL, P_KN0, P_KN1, P_KT_RATIO, P_GAMMA_N, \
@@ -136,7 +136,8 @@ cdef struct Bodies:
     # ~30 instructions per pair more)
     const double* pos
     const int* image
-    const double* box_len
+    const double* cell         # H, then L H_prev (vecmath.pxd cell_moving; docs/cell.md)
+    bint moving                # a deforming cell: image velocities
     const double* vel
     const double* angvel
     const double* radius
@@ -347,7 +348,7 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
     cdef const int* owner2 = S.owner2
     cdef double* fsum = S.f
     cdef double* tsum = S.t
-    cdef double lx = B.box_len[0], ly = B.box_len[1], lz = B.box_len[2]
+    cdef const double* H = B.cell
     cdef bint periodic = B.periodic
     cdef bint sticky = B.sticky
     bin = blk.inp
@@ -376,9 +377,9 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
         b = i2[k]
         x2 = vsub(vld(pos + 3 * b), vld(pos + 3 * a))
         if periodic:
-            x2 = V(x2.x + (image[3 * b] - image[3 * a]) * lx,
-                   x2.y + (image[3 * b + 1] - image[3 * a + 1]) * ly,
-                   x2.z + (image[3 * b + 2] - image[3 * a + 2]) * lz)
+            x2 = vadd(x2, image_shift(H, image[3 * b] - image[3 * a],
+                                      image[3 * b + 1] - image[3 * a + 1],
+                                      image[3 * b + 2] - image[3 * a + 2]))
         dist2 = vdot(x2, x2)
         rs = radius[a] + radius[b]
         if dist2 >= rs * rs and not (
@@ -399,7 +400,12 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
         bin[B_M1][nb] = mass[a]
         bin[B_M2][nb] = mass[b]
         cst(bin, B_V1, nb, vld(vel + 3 * a))
-        cst(bin, B_V2, nb, vld(vel + 3 * b))
+        if B.moving:           # seed 000's v~2 (docs/cell.md)
+            cst(bin, B_V2, nb, image_velocity(B.cell, vld(vel + 3 * b), image[3 * b] - image[3 * a],
+                                              image[3 * b + 1] - image[3 * a + 1],
+                                              image[3 * b + 2] - image[3 * a + 2]))
+        else:
+            cst(bin, B_V2, nb, vld(vel + 3 * b))
         cst(bin, B_W1, nb, vld(angvel + 3 * a))
         cst(bin, B_W2, nb, vld(angvel + 3 * b))
         row = state + k * S_NCOLS + S_T
@@ -416,7 +422,7 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
 @cython.boundscheck(False)
 @cython.wraparound(False)
 def sphere_sphere(const int[::1] i1, const int[::1] i2,
-                  const double[:, ::1] pos, const int[:, ::1] image, const double[::1] box_len,
+                  const double[:, ::1] pos, const int[:, ::1] image, const double[:, ::1] cell,
                   const double[:, ::1] vel, const double[:, ::1] angvel,
                   const double[::1] radius, const double[::1] mass, const int[::1] material,
                   const double[:, ::1] pair_table, int n_materials,
@@ -442,6 +448,8 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
     cdef double[:, ::1] worst = _worst_init(nt)
     cdef Bodies B
     cdef Sums S
+    if cell.shape[0] != 6 or cell.shape[1] != 3:
+        raise ValueError("cell must be (6, 3): H, then L H (pdem.cell.fixed_cell for a box)")
     if sums:
         f_out[:, :] = 0.0
         t_out[:, :] = 0.0
@@ -453,7 +461,8 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
                          % (m, state.shape[0], state.shape[1], pair_table.shape[1]))
     B.pos = &pos[0, 0]
     B.image = &image[0, 0]
-    B.box_len = &box_len[0]
+    B.cell = &cell[0, 0]
+    B.moving = cell_moving(B.cell)
     B.vel = &vel[0, 0]
     B.angvel = &angvel[0, 0]
     B.radius = &radius[0]

@@ -25,7 +25,7 @@ overlap ratio for max_overlap is -u_n / the smallest semi-axis of the two.
 cimport cython
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
-from vecmath cimport v3, V, vld, vst, vadd, vsub, vscale, vdot, vcross
+from vecmath cimport v3, V, vld, vst, vadd, vsub, vscale, vdot, vcross, image_shift, image_velocity, cell_moving
 from contact_row cimport Load, contact_update, S_NCOLS, S_T, S_FORCE, S_MOMENT
 from laws cimport P_NCOLS
 from ellipsoid cimport Ell, CNResult, ell_make, ell2_make, ell_support, ell_radii, tangent_basis, \
@@ -59,7 +59,7 @@ cdef inline double _pair_one(Py_ssize_t k, int a, int b, const double[:, ::1] po
     """Pair k; returns the overlap ratio (-1 when not in contact)."""
     cdef Ell e1, e2
     cdef CNResult res
-    cdef v3 x2, n0, c
+    cdef v3 x2, n0, c, v2
     cdef double ax1[3]
     cdef double ax2[3]
     cdef double zero[3]
@@ -67,9 +67,8 @@ cdef inline double _pair_one(Py_ssize_t k, int a, int b, const double[:, ::1] po
     cdef Load L
     cdef double* row = &state[k, 0]
     x2 = vsub(vld(&pos[b, 0]), vld(&pos[a, 0]))
-    x2 = V(x2.x + (image[b, 0] - image[a, 0]) * box[0],
-           x2.y + (image[b, 1] - image[a, 1]) * box[1],
-           x2.z + (image[b, 2] - image[a, 2]) * box[2])
+    x2 = vadd(x2, image_shift(box, image[b, 0] - image[a, 0], image[b, 1] - image[a, 1],
+                              image[b, 2] - image[a, 2]))
     r1 = radius[a]
     r2 = radius[b]
     iters[k] = 0
@@ -106,7 +105,11 @@ cdef inline double _pair_one(Py_ssize_t k, int a, int b, const double[:, ::1] po
     c = vscale(vadd(res.c1, res.c2), 0.5)
     m1 = mass[a]
     m2 = mass[b]
-    L = contact_update(c, res.n, res.gap, x2, vld(&vel[a, 0]), vld(&vel[b, 0]),
+    v2 = vld(&vel[b, 0])
+    if cell_moving(box):          # seed 000's v~2 (docs/cell.md)
+        v2 = image_velocity(box, v2, image[b, 0] - image[a, 0], image[b, 1] - image[a, 1],
+                            image[b, 2] - image[a, 2])
+    L = contact_update(c, res.n, res.gap, x2, vld(&vel[a, 0]), v2,
                        vld(&angvel[a, 0]), vld(&angvel[b, 0]), r1, r2, m1 * m2 / (m1 + m2),
                        hertz_radius(res.R1, res.R2, planar),
                        &pair_table[material[a] * nmat + material[b], 0], dt, flags,
@@ -152,7 +155,7 @@ cdef double _pair_2d(Py_ssize_t k, int a, int b, const double[:, ::1] pos,
 @cython.boundscheck(False)
 @cython.wraparound(False)
 def ellipsoid_pairs(const int[::1] i1, const int[::1] i2, const double[:, ::1] pos,
-                    const int[:, ::1] image, const double[::1] box_len,
+                    const int[:, ::1] image, const double[:, ::1] cell,
                     const double[:, ::1] vel, const double[:, ::1] angvel,
                     const double[:, ::1] orient, const signed char[::1] shape,
                     const double[:, ::1] semi_axes, const double[::1] radius,
@@ -170,6 +173,8 @@ def ellipsoid_pairs(const int[::1] i1, const int[::1] i2, const double[:, ::1] p
     cdef double ratio
     cdef double[:, ::1] worst = np.zeros((nt, 2))
     cdef long failed = -1, n_contact = 0, it_sum = 0, it_max = 0
+    if cell.shape[0] != 6 or cell.shape[1] != 3:
+        raise ValueError("cell must be (6, 3): H, then L H (pdem.cell.fixed_cell for a box)")
     if m == 0:
         return 0.0, -1, -1, 0, 0, 0
     if state.shape[1] != S_NCOLS or pair_table.shape[1] != P_NCOLS or branch.shape[0] < m:
@@ -179,12 +184,12 @@ def ellipsoid_pairs(const int[::1] i1, const int[::1] i2, const double[:, ::1] p
     worst[:, 1] = -1
     for k in prange(m, nogil=True, schedule='static', num_threads=nt):
         if planar:
-            ratio = _pair_2d(k, i1[k], i2[k], pos, image, &box_len[0], vel, angvel, orient,
+            ratio = _pair_2d(k, i1[k], i2[k], pos, image, &cell[0, 0], vel, angvel, orient,
                              shape, semi_axes, radius, mass, material, pair_table,
                              n_materials, dt, flags, tol, max_iter, warm, active, state,
                              branch, iters, status)
         else:
-            ratio = _pair_3d(k, i1[k], i2[k], pos, image, &box_len[0], vel, angvel, orient,
+            ratio = _pair_3d(k, i1[k], i2[k], pos, image, &cell[0, 0], vel, angvel, orient,
                              shape, semi_axes, radius, mass, material, pair_table,
                              n_materials, dt, flags, tol, max_iter, warm, active, state,
                              branch, iters, status)

@@ -44,7 +44,7 @@ pair gaps from its Verlet list (verlet_pair_gaps), wall gaps from each wall kind
 """
 from cython.parallel cimport prange
 from libc.math cimport sqrt, fabs, INFINITY
-from vecmath cimport v3, V, vadd, vsub, vscale, vdot, vcross, vnorm
+from vecmath cimport v3, V, vld, vadd, vsub, vscale, vdot, vcross, vnorm, image_shift
 from omp cimport pdem_omp_available
 import numpy as np
 
@@ -84,7 +84,7 @@ def openmp_available():
 
 # ---------------------------------------------------------------- pair geometry
 def verlet_pair_gaps(const int[::1] i1, const int[::1] i2, const double[:, ::1] pos,
-                     const int[:, ::1] image, const double[::1] box_len,
+                     const int[:, ::1] image, const double[:, ::1] cell,
                      const double[::1] radius, double[:, ::1] normal, double[::1] gap,
                      int n_threads):
     """Normal (from particle i2 to i1, seed 003's j -> i) and surface gap of every pair
@@ -97,9 +97,9 @@ def verlet_pair_gaps(const int[::1] i1, const int[::1] i2, const double[:, ::1] 
     for k in prange(m, nogil=True, schedule='static', num_threads=max(1, n_threads)):
         a = i1[k]
         b = i2[k]
-        d = V(pos[a, 0] - pos[b, 0] + (image[a, 0] - image[b, 0]) * box_len[0],
-              pos[a, 1] - pos[b, 1] + (image[a, 1] - image[b, 1]) * box_len[1],
-              pos[a, 2] - pos[b, 2] + (image[a, 2] - image[b, 2]) * box_len[2])
+        d = vadd(vsub(vld(&pos[a, 0]), vld(&pos[b, 0])),
+                 image_shift(&cell[0, 0], image[a, 0] - image[b, 0], image[a, 1] - image[b, 1],
+                             image[a, 2] - image[b, 2]))
         dist = vnorm(d)
         if dist > 0.0:
             d = vscale(d, 1.0 / dist)

@@ -44,8 +44,34 @@ cdef inline void mst(double* p, m33 m) noexcept nogil:
     p[3] = m.r1.x; p[4] = m.r1.y; p[5] = m.r1.z
     p[6] = m.r2.x; p[7] = m.r2.y; p[8] = m.r2.z
 
+cdef inline v3 image_shift(const double* H, int i0, int i1, int i2) noexcept nogil:
+    """The shift H i of a periodic image i (integer cell vectors; H row-major 3x3, its
+    columns the cell vectors, docs/cell.md). A fixed box has a diagonal H: the same
+    bits as i_d L_d (the off-diagonal terms add signed zeros only)."""
+    return V(i0 * H[0] + i1 * H[1] + i2 * H[2], i0 * H[3] + i1 * H[4] + i2 * H[5],
+             i0 * H[6] + i1 * H[7] + i2 * H[8])
+
+
 cdef inline v3 vadd(v3 a, v3 b) noexcept nogil:
     return V(a.x + b.x, a.y + b.y, a.z + b.z)
+
+cdef inline bint cell_moving(const double* C) noexcept nogil:
+    """The kernels' cell array C (6 x 3: H, then L H_prev, the velocities of the cell
+    vectors) has a moving cell (a deforming one, docs/cell.md)."""
+    cdef int i
+    for i in range(9, 18):
+        if C[i] != 0.0:
+            return True
+    return False
+
+
+cdef inline v3 image_velocity(const double* C, v3 v, int i0, int i1, int i2) noexcept nogil:
+    """v + L H_prev i: the velocity of particle 2 seen through the image difference i of a
+    pair (seed 000's v~2: the relative velocity is that of the same pair inside the
+    cell); a function of the image difference only, as the position shift, so every
+    rank forms the same numbers."""
+    return vadd(v, image_shift(C + 9, i0, i1, i2))
+
 
 cdef inline v3 vsub(v3 a, v3 b) noexcept nogil:
     return V(a.x - b.x, a.y - b.y, a.z - b.z)

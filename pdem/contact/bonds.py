@@ -233,7 +233,7 @@ class BondContacts(TwoBodyRows):
         keep = keep[first]
         order = np.argsort(st.id, kind="stable")
         i1, i2, missing = bk.bond_locals(keys.particle(key), keys.partner(key), st.id, order,
-                                         st.pos, st.image, sim.box_length, b.n_own)
+                                         st.pos, st.image, sim.cell.kernel, b.n_own)
         problem = None
         if missing.any():
             k = int(np.flatnonzero(missing)[0])
@@ -266,7 +266,7 @@ class BondContacts(TwoBodyRows):
         if len(self._broke) < len(b):
             self._broke = np.zeros(len(b), np.int8)
         n_broke, longest = bk.bond_forces(
-            b.i1, b.i2, st.pos, st.image, sim.box_length, st.vel, st.angvel, st.radius,
+            b.i1, b.i2, st.pos, st.image, sim.cell.kernel, st.vel, st.angvel, st.radius,
             st.mass, st.inertia, self.table(), sim.domain.dim == 2, sim.dt, sim.flags,
             b.active, b.state, self._broke, sim.threads, form_only)
         self.longest = max(longest, self.longest) if form_only else longest

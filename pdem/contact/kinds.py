@@ -84,7 +84,7 @@ def pair_candidates(sim, b):
     kinds, which split it by shape."""
     if getattr(b, "pairs", None) is None:
         st = sim.store
-        b.pairs = cells.build_pair_rows(st.pos, st.image, sim.box_length, st.radius, st.id,
+        b.pairs = cells.build_pair_rows(st.pos, st.image, sim.cell.kernel, st.radius, st.id,
                                         b.n_own, b.skin)
     return b.pairs
 
@@ -264,7 +264,7 @@ class PairContacts(TwoBodyRows):
         sim, b = self.sim, self.batch
         st = sim.store
         sums = (self.owner1, self.owner2, f, t) if f is not None else (None,) * 4
-        ratio, k = ck.sphere_sphere(b.i1, b.i2, st.pos, st.image, sim.box_length, st.vel,
+        ratio, k = ck.sphere_sphere(b.i1, b.i2, st.pos, st.image, sim.cell.kernel, st.vel,
                                     st.angvel, st.radius, st.mass, st.material, table, nmat,
                                     sim.dt, sim.flags, b.active, b.state, sim.threads, *sums,
                                     periodic=any(sim.domain.periodic),
@@ -669,7 +669,7 @@ class EllipsoidPairs(ShapeRows, TwoBodyRows):
         if len(b) == 0:
             return None
         ratio, k, failed, n, it_sum, it_max = ek.ellipsoid_pairs(
-            b.i1, b.i2, st.pos, st.image, sim.box_length, st.vel, st.angvel, st.orient,
+            b.i1, b.i2, st.pos, st.image, sim.cell.kernel, st.vel, st.angvel, st.orient,
             st.shape, st.semi_axes, st.radius, st.mass, st.material, table, nmat, sim.dt,
             sim.flags, self.tol, self.max_iter, b.active, b.state, self.branch, self.iters,
             self.status, sim.threads, planar=sim.domain.dim == 2, warm=self.warm)

@@ -57,7 +57,8 @@ VERSION = 9         # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bi
                     # 4: 2D boundary segments and points; 5: bonds; 6: region walls;
                     # 7: particle shapes (shape, semi_axes, inertia_body, angmom) and the
                     # ellipsoid kinds; 8: shape templates (pdem/shape_templates.py) and
-                    # the energy tracker's sums (attribute `energy`); 9: the clump kinds,
+                    # the energy tracker's sums (attribute `energy`), the periodic cell
+                    # (group "cell", pdem/cell.py); 9: the clump kinds,
                     # rows with a sub-key (pdem/contact/clump_kinds.py), and the polyhedron
                     # kinds (docs/polyhedra.md)
 READS = (5, 6, 7, 8, 9)  # older files: no region walls (5), no shapes (5, 6): spheres only
@@ -125,6 +126,11 @@ def write(sim, path):
             for name in ELEMENT_FIELDS:
                 f.create_dataset(group + "/" + name, data=getattr(getattr(sim, group), name))
         sim.mesh_walls.save(f.create_group("mesh_walls"))
+        arrays, info = sim.cell.state()                  # identical on all ranks
+        cell = f.create_group("cell")
+        cell.attrs["info"] = json.dumps(info)
+        for name, value in arrays.items():
+            cell.create_dataset(name, data=value)
         sim.region_walls.save(f.create_group("region_walls"))
         sim.templates.save(f.create_group("templates"))
         broken = f.create_group("bonds_broken")
@@ -250,11 +256,14 @@ def read(path, simulation, comm=None, threads=None, dims=None):
                       (float(a["clock_t0"]), int(a["clock_step0"])) if "clock_t0" in a else None)
         sim.next_id, sim.n_rebuilds = int(a["next_id"]), int(a["n_rebuilds"])
         sim.events.fired = set(json.loads(a["events_fired"])) if "events_fired" in a else set()
+        if "cell" in f:                 # version 8: the cell (before owners are known)
+            sim.cell.restore({k: v[...] for k, v in f["cell"].items()},
+                             json.loads(f["cell"].attrs["info"]))
         # particles: each rank keeps those in its subdomain
         own = {k: [] for k in list(FIELDS) + ["build_pos"] if "particles/" + k in f}
         pos = f["particles/pos"]
         for start, p in _chunks(pos):
-            keep = np.flatnonzero(sim.dec.owner(p) == sim.rank)
+            keep = np.flatnonzero(sim.dec.owner(sim.cell.reference(p)) == sim.rank)
             for k in own:
                 own[k].append(f["particles/" + k][start:start + len(p)][keep] if k != "pos"
                               else p[keep])

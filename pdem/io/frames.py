@@ -46,6 +46,9 @@ SERIES = {"step": (np.int64, "1"), "time": (np.float64, "T"),
 # per-wall series: (rows, n_walls, 3) arrays
 WALL_SERIES = {"wall_force": "M L/T^2", "mesh_wall_force": "M L/T^2",
                "mesh_wall_moment": "M L^2/T^2"}
+# a deforming cell (pdem/cell.py): (rows, 3, 3) matrices and the work, when the cell
+# deforms at the first row
+CELL_SERIES = {"cell_matrix": "L", "cell_velocity_gradient": "1/T", "cell_stress": "M/(L T^2)"}
 FORMAT = ("pdem-frames", 1)
 
 
@@ -324,6 +327,13 @@ class ResultFile:
                               ("velocity", planes.vel, "L/T"), ("force", wall_force, "M L/T^2")):
             # identical on every rank: rank 0 writes, the others select nothing
             self._rows(wg, f, rows if root else rows[:0], 0, len(planes), unit)
+        if sim.cell.deforming:          # the cell's faces (pdem/cell.py), as a mesh
+            vertices, facets = sim.cell.surface()
+            cg = g.create_group("cell")
+            for f, rows, unit in (("vertices", vertices, "L"), ("facets", facets, "1"),
+                                  ("facet_wall", np.zeros(len(facets), np.int32), "1")):
+                self._rows(cg, f, rows if root else rows[:0], 0, len(rows), unit)
+            desc["cell"] = {"n_vertices": len(vertices), "n_facets": len(facets)}
         mw = sim.mesh_walls
         if len(mw):
             mg = g.create_group("mesh_walls")
@@ -414,6 +424,12 @@ class ResultFile:
         loads = sim.mesh_wall_forces()
         arrays = {"wall_force": sim.plane_forces(), "mesh_wall_force": loads["force"],
                   "mesh_wall_moment": loads["moment"]}
+        if sim.cell.deforming:
+            cell = sim.cell
+            arrays.update(cell_matrix=cell.matrix, cell_velocity_gradient=cell.velocity_gradient,
+                          cell_stress=cell.last_stress if cell.last_stress is not None
+                          else sim.stress())
+            values["cell_work"] = cell.work
         walls = {k: len(v) for k, v in arrays.items()}
         if self._walls is None:
             self._walls = walls
@@ -431,12 +447,16 @@ class ResultFile:
         if not self._pending:
             return
         scalars = dict(SERIES, **{k: (np.float64, "") for k in self.series_extra})
+        if "cell_matrix" in self._walls:
+            scalars["cell_work"] = (np.float64, "M L^2/T^2")
+        units = dict(WALL_SERIES, **CELL_SERIES)
         if "series" not in self.h5:
             s = self.h5.create_group("series")
             for name, (dtype, unit) in scalars.items():
                 s.create_dataset(name, (0,), dtype=dtype, maxshape=(None,), chunks=(1024,))
                 s[name].attrs["unit"] = unit
-            for name, unit in WALL_SERIES.items():
+            for name in self._walls:
+                unit = units[name]
                 width = max(1, self._walls[name])   # chunks must not be empty: no walls is legal
                 s.create_dataset(name, (0, self._walls[name], 3), dtype=np.float64,
                                  maxshape=(None, None, 3), chunks=(max(1, 1024 // width), width, 3))
@@ -447,7 +467,7 @@ class ResultFile:
         for name, (dtype, _) in scalars.items():
             s[name].resize((total,))                      # collective
             self._write(s[name], row, np.array([v[name] for v, _ in rows], dtype))
-        for name in WALL_SERIES:
+        for name in self._walls:
             s[name].resize((total, self._walls[name], 3))
             data = (np.stack([w[name] for _, w in rows]) if rows
                     else np.zeros((0, self._walls[name], 3)))

@@ -103,7 +103,7 @@ class XdmfIndex:
         self.path = xdmf_path
         self.h5name = self._relative(h5_path)
         self.particles, self.contacts, self.mesh_walls, self.segments = [], [], [], []
-        self.bonds, self.cracks, self.members = [], [], []
+        self.bonds, self.cracks, self.members, self.cell = [], [], [], []
 
     def _relative(self, h5_path):
         return os.path.relpath(os.path.abspath(h5_path),
@@ -149,6 +149,9 @@ class XdmfIndex:
             self.mesh_walls.append(self._render_mesh("mesh_walls_" + fr, frame["time"],
                                                      "/frames/%s/mesh_walls" % fr,
                                                      frame["mesh_walls"]))
+        if "cell" in frame:             # a deforming cell's faces (pdem/cell.py)
+            self.cell.append(self._render_mesh("cell_" + fr, frame["time"],
+                                               "/frames/%s/cell" % fr, frame["cell"]))
         if frame.get("segments", {}).get("n_segments"):
             self.segments.append(self._render_lines("segments_" + fr, frame["time"],
                                                     "/frames/%s/segments" % fr,
@@ -212,7 +215,7 @@ class XdmfIndex:
         for name, grids in (("particles", self.particles), ("contacts", self.contacts),
                             ("mesh_walls", self.mesh_walls), ("segments", self.segments),
                             ("bonds", self.bonds), ("cracks", self.cracks),
-                            ("members", self.members)):
+                            ("members", self.members), ("cell", self.cell)):
             if grids or name == "particles":
                 parts.append('  <Grid Name="%s" GridType="Collection" CollectionType="Temporal">\n'
                              % name)
@@ -247,6 +250,9 @@ def describe(h5_path, last_step=None):
             if "mesh_walls" in g:
                 desc["mesh_walls"] = {"n_vertices": len(g["mesh_walls/vertices"]),
                                       "n_facets": len(g["mesh_walls/facets"])}
+            if "cell" in g:
+                desc["cell"] = {"n_vertices": len(g["cell/vertices"]),
+                                "n_facets": len(g["cell/facets"])}
             if "segments" in g:
                 desc["segments"] = {"n_segments": len(g["segments/lines"])}
             if "members" in g:

@@ -208,7 +208,7 @@ class NSCD(Scheme):
                 continue
             if kind.name == "pair":
                 normal, gap = np.empty((len(rec), 3)), np.empty(len(rec))
-                _k.verlet_pair_gaps(rec.i1, rec.i2, st.pos, st.image, sim.box_length,
+                _k.verlet_pair_gaps(rec.i1, rec.i2, st.pos, st.image, sim.cell.kernel,
                                     st.radius, normal, gap, sim.threads)
                 k = np.flatnonzero((gap < alert) & (free[rec.i1] | free[rec.i2]))
                 p1, p2 = rec.i1[k], rec.i2[k]

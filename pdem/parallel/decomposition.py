@@ -60,18 +60,20 @@ class Decomposition:
 
     def check_thickness(self, cutoff):
         """Every slab must be at least one ghost cutoff thick (one swap per face)."""
+        cutoff = np.broadcast_to(cutoff, 3)          # per axis (a deforming cell)
         for d in range(3):
-            if self.dims[d] > 1 and np.min(np.diff(self.cuts[d])) < cutoff:
+            if self.dims[d] > 1 and np.min(np.diff(self.cuts[d])) < cutoff[d]:
                 raise InputError(
                     "the box is too small for %d ranks along axis %d: slabs of %g are thinner "
                     "than the ghost cutoff 2 r_max + skin = %g; use fewer ranks on this axis "
                     "(dims=...) or a larger box" % (self.dims[d], d, np.min(np.diff(self.cuts[d])),
-                                                     cutoff))
+                                                     cutoff[d]))
 
     def balance(self, pos, cutoff):
         """Move the cuts so each slab of every axis holds about the same number of the
         particles `pos` (this rank's owned positions). Collective. Cuts sit on
         histogram bin edges, computed from an integer Allreduce: identical on all ranks."""
+        cut = np.broadcast_to(cutoff, 3)
         for d in range(3):
             k = self.dims[d]
             if k == 1:
@@ -90,7 +92,7 @@ class Decomposition:
                 cuts[i] = edges[min(nb, int(np.searchsorted(cum, total * i / k)))]
             # keep every slab at least `cutoff` thick, from both ends
             for i in range(1, k):
-                cuts[i] = max(cuts[i], cuts[i - 1] + cutoff)
+                cuts[i] = max(cuts[i], cuts[i - 1] + cut[d])
             for i in range(k - 1, 0, -1):
-                cuts[i] = min(cuts[i], cuts[i + 1] - cutoff)
+                cuts[i] = min(cuts[i], cuts[i + 1] - cut[d])
             self.cuts[d] = cuts

@@ -24,16 +24,20 @@ class GhostExchange:
         self.swaps = []            # (send indices, dest, source, first received slot, count)
         self.bytes_per_refresh = 0
 
-    def build(self, owned, cutoff, order=None):
+    def build(self, owned, cutoff, order=None, ref=None):
         """Return owned + ghost fields (ghosts appended in swap order); with `order`,
         the owned rows come in that order. Every row is an index into a pool of
         rows (the owned fields, then the records received from other ranks) with its
         own image: a periodic image of this rank is an index, and each field is
         gathered once at the end. self.source: the pool row of every local row
-        (below len(owned["id"]): an owned row of `owned`)."""
+        (below len(owned["id"]): an owned row of `owned`). A deforming cell
+        (pdem/cell.py) passes `ref`, the map to its reference coordinates, in which the
+        faces and images are those of the fixed box, and the cutoff per axis in them."""
         dec, dom = self.dec, self.dec.domain
         box = dom.length
         pool = dict(owned)
+        coord = pool["pos"] if ref is None else ref(pool["pos"])
+        cut = np.broadcast_to(cutoff, 3)
         n_pool_owned = len(pool["id"])
         src = np.arange(n_pool_owned) if order is None else np.asarray(order, np.int64)
         image = np.take(pool["image"], src, axis=0)
@@ -43,13 +47,13 @@ class GhostExchange:
         for d in range(3):
             lower, upper = dec.neighbors[d]
             at_lo, at_hi = dec.coords[d] == 0, dec.coords[d] == dec.dims[d] - 1
-            shifted = np.take(pool["pos"][:, d], src) + image[:, d] * box[d]
+            shifted = np.take(coord[:, d], src) + image[:, d] * box[d]
             rows, images = [src], [image]
             n_before = len(shifted)
             first = n_before
             for near, dest, source, shift, tag in (
-                    (shifted < sub_lo[d] + cutoff, lower, upper, 1 if at_lo else 0, 10 * d),
-                    (shifted >= sub_hi[d] - cutoff, upper, lower, -1 if at_hi else 0, 10 * d + 5)):
+                    (shifted < sub_lo[d] + cut[d], lower, upper, 1 if at_lo else 0, 10 * d),
+                    (shifted >= sub_hi[d] - cut[d], upper, lower, -1 if at_hi else 0, 10 * d + 5)):
                 sel = np.flatnonzero(near) if dest >= 0 else np.empty(0, np.int64)
                 if dest == source == dec.rank:          # periodic image of this rank
                     img = np.take(image, sel, axis=0)
@@ -69,6 +73,8 @@ class GhostExchange:
                     if count:
                         start = len(pool["id"])
                         pool = {k: np.concatenate([pool[k], got[k]]) for k in pool}
+                        coord = np.concatenate([coord, got["pos"] if ref is None
+                                                else ref(got["pos"])])
                         rows.append(np.arange(start, start + count))
                         images.append(got["image"])
                 self.swaps.append((sel, dest, source, first, count))

@@ -51,7 +51,7 @@ def test_inpass_sums_argument_checks():
     st, table = sim.store, sim.materials.table()
     pairs = sim.interactions["pair"]
     b = pairs.batch
-    args = (b.i1, b.i2, st.pos, st.image, sim.box_length, st.vel, st.angvel,
+    args = (b.i1, b.i2, st.pos, st.image, sim.cell.kernel, st.vel, st.angvel,
             st.radius, st.mass, st.material, table, 1, sim.dt, sim.flags, b.active, b.state)
     f, t = st.force[:st.n_own], st.torque[:st.n_own]
     with pytest.raises(ValueError, match="single-threaded"):

@@ -8,6 +8,7 @@ import pytest
 import pdem
 from pdem.contact import keys
 from pdem._kernels.cells import build_pairs
+from pdem.cell import fixed_cell
 
 
 def brute_pairs(pos, radius, ids, skin, n_own=None, box=None, periodic=(False,) * 3):
@@ -33,7 +34,7 @@ def kernel_pairs(pos, radius, ids, skin, n_own=None, threads=1):
     n = len(pos)
     ids = np.ascontiguousarray(ids, np.int64)
     i1, i2 = build_pairs(np.ascontiguousarray(pos, float), np.zeros((n, 3), np.int32),
-                         np.ones(3), np.ascontiguousarray(radius, float), ids,
+                         fixed_cell(np.ones(3)), np.ascontiguousarray(radius, float), ids,
                          n if n_own is None else n_own, float(skin),
                          np.argsort(ids, kind="stable").astype(np.int64), threads)
     return list(zip(ids[i1].tolist(), ids[i2].tolist()))

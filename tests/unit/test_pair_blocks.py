@@ -11,6 +11,7 @@ import pytest
 
 import pdem
 from pdem._kernels import contacts as ck
+from pdem.cell import fixed_cell
 
 L = 4.0                                     # box length (periodic images)
 
@@ -65,7 +66,8 @@ class PairScene:
         n = len(self.radius)
         f, t = np.zeros((n, 3)), np.zeros((n, 3))
         sums = (self.i1, self.i2, f, t) if threads == 1 else (None, None, None, None)
-        worst = ck.sphere_sphere(self.i1, self.i2, self.pos, self.image, np.full(3, L), self.vel,
+        worst = ck.sphere_sphere(self.i1, self.i2, self.pos, self.image,
+                                 fixed_cell(np.full(3, L)), self.vel,
                                  self.angvel, self.radius, self.mass, self.material, self.table,
                                  2, 1e-3, flags, self.active, self.state, threads, *sums,
                                  periodic=bool(self.image.any()), blocks=blocks)

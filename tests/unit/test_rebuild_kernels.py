@@ -8,6 +8,7 @@ from mpi4py import MPI
 
 import pdem
 from pdem._kernels import cells, rebuild
+from pdem.cell import fixed_cell
 from pdem.contact import keys
 from pdem.contact.store import NCOLS, ContactBatch
 from pdem.parallel.decomposition import Decomposition
@@ -109,7 +110,7 @@ def periodic_locals(seed, n=1500, periodic=(True, True, False), sparse_ids=False
 @pytest.mark.parametrize("seed", [0, 1])
 def test_pair_rows_equal_sorted_deduplicated_build_pairs(seed, periodic, sparse_ids):
     local, n_own, skin, box = periodic_locals(seed, periodic=periodic, sparse_ids=sparse_ids)
-    args = (local["pos"], local["image"], np.ascontiguousarray(box), local["radius"],
+    args = (local["pos"], local["image"], fixed_cell(box), local["radius"],
             local["id"], n_own, skin)
     expected = ref_pair_rows(*args)
     got = cells.build_pair_rows(*args)
@@ -124,10 +125,10 @@ def test_pair_rows_equal_sorted_deduplicated_build_pairs(seed, periodic, sparse_
 
 def test_pair_rows_empty_and_single():
     z = np.zeros((0, 3))
-    out = cells.build_pair_rows(z, np.zeros((0, 3), np.int32), np.ones(3), np.zeros(0),
+    out = cells.build_pair_rows(z, np.zeros((0, 3), np.int32), fixed_cell(np.ones(3)), np.zeros(0),
                                 np.zeros(0, np.int64), 0, 0.1)
     assert all(len(a) == 0 for a in out)
-    out = cells.build_pair_rows(np.zeros((1, 3)), np.zeros((1, 3), np.int32), np.ones(3),
+    out = cells.build_pair_rows(np.zeros((1, 3)), np.zeros((1, 3), np.int32), fixed_cell(np.ones(3)),
                                 np.ones(1), np.zeros(1, np.int64), 1, 0.1)
     assert all(len(a) == 0 for a in out)
 
