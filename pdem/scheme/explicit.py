@@ -40,8 +40,6 @@ class Explicit(Scheme):
 
     def check(self, sim):
         check_mesh_cohesion(sim)
-        if sim.shapes:
-            check_shape_cohesion(sim)
         if sim.check_timestep:
             check_timestep(sim)
 
@@ -126,32 +124,6 @@ def check_mesh_cohesion(sim):
                              "(facet contacts end at zero overlap); use cohesion 'dmt' or "
                              "'linear' for this pair" % (mats.materials[i].name,
                                                           mats.materials[w].name))
-
-
-def check_shape_cohesion(sim):
-    """Refuse JKR cohesion for contacts of ellipsoids and ellipses: their kernels keep
-    a contact only while the bodies overlap (the common-normal solve exits at the first
-    separating normal), so JKR's tensile branch down to the pull-off distance would be
-    cut off. Collective (sim.shapes is the same on every rank)."""
-    mats = sim.materials
-    n = len(mats.materials)
-    if n == 0:
-        return
-    table = mats.table()
-    st = sim.store
-    present = np.zeros((2, n))
-    present[0, np.unique(st.material[:st.n_own][st.shape[:st.n_own] != 0])] = 1.0
-    present[1, np.unique(st.material[:st.n_own])] = 1.0
-    present = sim.collective.max(present)
-    walls = np.unique(np.r_[sim.planes.material, sim.mesh_walls.wall_material]).astype(int)
-    present[1, walls] = 1.0
-    for i in np.flatnonzero(present[0]):
-        for j in np.flatnonzero(present[1]):
-            if table[i * n + j, COL["cohesion"]] == 2:
-                raise InputError("pair (%r, %r): cohesion 'jkr' is not available for "
-                                 "ellipsoids or ellipses (their contacts end at zero "
-                                 "overlap); use cohesion 'dmt' or 'linear' for this pair"
-                                 % (mats.materials[i].name, mats.materials[j].name))
 
 
 def check_timestep(sim):
