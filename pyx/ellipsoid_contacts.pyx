@@ -24,10 +24,10 @@ overlap ratio for max_overlap is -u_n / the smallest semi-axis of the two.
 """
 cimport cython
 from cython.parallel cimport prange, threadid
-from libc.math cimport INFINITY
+from libc.math cimport INFINITY, cbrt
 from vecmath cimport v3, V, vld, vst, vadd, vsub, vscale, vdot, vcross, image_shift, image_velocity, cell_moving
 from contact_row cimport Load, contact_update, S_NCOLS, S_T, S_FORCE, S_MOMENT
-from laws cimport P_NCOLS
+from laws cimport P_NCOLS, P_REACH
 from ellipsoid cimport Ell, CNResult, ell_make, ell2_make, ell_support, ell_radii, tangent_basis, \
     cn_solve, hertz_radius, CN_CONVERGED, CN_SEPARATED, CN_FAILED, CN_BAD_INPUT
 import numpy as np
@@ -66,6 +66,8 @@ cdef inline double _pair_one(Py_ssize_t k, int a, int b, const double[:, ::1] po
     cdef double m1, m2, r1, r2, s
     cdef Load L
     cdef double* row = &state[k, 0]
+    cdef const double* P = &pair_table[material[a] * nmat + material[b], 0]
+    cdef bint sticky = active[k] != 0 and P[P_REACH] > 0.0   # JKR: held beyond touching
     x2 = vsub(vld(&pos[b, 0]), vld(&pos[a, 0]))
     x2 = vadd(x2, image_shift(box, image[b, 0] - image[a, 0], image[b, 1] - image[a, 1],
                               image[b, 2] - image[a, 2]))
@@ -73,7 +75,7 @@ cdef inline double _pair_one(Py_ssize_t k, int a, int b, const double[:, ::1] po
     r2 = radius[b]
     iters[k] = 0
     status[k] = CN_SEPARATED
-    if vdot(x2, x2) >= (r1 + r2) * (r1 + r2):     # bounding spheres apart
+    if vdot(x2, x2) >= (r1 + r2) * (r1 + r2) and not sticky:     # bounding spheres apart
         active[k] = 0
         return -1.0
     if shape[a] == 0:
@@ -93,15 +95,20 @@ cdef inline double _pair_one(Py_ssize_t k, int a, int b, const double[:, ::1] po
         e2 = ell_make(zero, &orient[b, 0], ax2)
     e2.o = x2
     n0 = vld(row + S_T) if active[k] and warm else V(0.0, 0.0, 0.0)   # warm / cold start
-    cn_solve(&e1, &e2, n0, planar, 0.0, tol, max_iter, &res)
+    # exit_gap 0: stop at the first separating normal; a held JKR contact (sticky)
+    # converges to the distance, and lives while it is below the law's reach
+    # P_REACH cbrt(R*) (as contacts.pyx `held` for spheres)
+    cn_solve(&e1, &e2, n0, planar, INFINITY if sticky else 0.0, tol, max_iter, &res)
     iters[k] = res.iters
     status[k] = res.status
     if res.status == CN_FAILED or res.status == CN_BAD_INPUT:
         return -1.0
     if res.status == CN_SEPARATED or not (res.gap < 0.0):
-        status[k] = CN_SEPARATED
-        active[k] = 0
-        return -1.0
+        if not (sticky and res.status == CN_CONVERGED and
+                res.gap < P[P_REACH] * cbrt(hertz_radius(res.R1, res.R2, planar))):
+            status[k] = CN_SEPARATED
+            active[k] = 0
+            return -1.0
     c = vscale(vadd(res.c1, res.c2), 0.5)
     m1 = mass[a]
     m2 = mass[b]
@@ -111,9 +118,7 @@ cdef inline double _pair_one(Py_ssize_t k, int a, int b, const double[:, ::1] po
                             image[b, 2] - image[a, 2])
     L = contact_update(c, res.n, res.gap, x2, vld(&vel[a, 0]), v2,
                        vld(&angvel[a, 0]), vld(&angvel[b, 0]), r1, r2, m1 * m2 / (m1 + m2),
-                       hertz_radius(res.R1, res.R2, planar),
-                       &pair_table[material[a] * nmat + material[b], 0], dt, flags,
-                       &active[k], row, NULL)
+                       hertz_radius(res.R1, res.R2, planar), P, dt, flags, &active[k], row, NULL)
     vst(&branch[k, 0], c)
     vst(&branch[k, 3], vsub(c, x2))
     s = min3(ax1, planar)
@@ -234,6 +239,7 @@ cdef double _plane_one(Py_ssize_t k, int p, int w, const double[:, ::1] pos,
     cdef double R[3]
     cdef double Z[3]
     cdef Load L
+    cdef const double* P
     if planar:                  # a line of the xy plane; the ellipse in that plane
         e = ell2_make(&pos[p, 0], &orient[p, 0], &semi_axes[p, 0])
     else:
@@ -242,7 +248,8 @@ cdef double _plane_one(Py_ssize_t k, int p, int w, const double[:, ::1] pos,
     d = vdot(vsub(e.o, vld(&plane_point[w, 0])), mm)
     h = ell_support(&e, mm, &s)
     g = d - h
-    if not (g < 0.0):
+    P = &pair_table[plane_material[w] * nmat + material[p], 0]
+    if not (g < 0.0) and not (active[k] != 0 and P[P_REACH] > 0.0):
         active[k] = 0
         return -1.0
     x2 = vscale(mm, d)                       # the centre relative to the foot point
@@ -250,10 +257,12 @@ cdef double _plane_one(Py_ssize_t k, int p, int w, const double[:, ::1] pos,
     tangent_basis(mm, &t1, &t2, planar)
     ell_radii(&e, s, h, t1, t2, R)
     Z[0] = 0.0; Z[1] = 0.0; Z[2] = 0.0
+    if not (g < 0.0) and not (g < P[P_REACH] * cbrt(hertz_radius(R, Z, planar))):
+        active[k] = 0                        # a held JKR contact beyond its reach
+        return -1.0
     L = contact_update(c, mm, g, x2, vld(&plane_vel[w, 0]), vld(&vel[p, 0]), V(0.0, 0.0, 0.0),
-                       vld(&angvel[p, 0]), 0.0, h, mass[p], hertz_radius(R, Z, planar),
-                       &pair_table[plane_material[w] * nmat + material[p], 0], dt, flags,
-                       &active[k], &state[k, 0], NULL)
+                       vld(&angvel[p, 0]), 0.0, h, mass[p], hertz_radius(R, Z, planar), P,
+                       dt, flags, &active[k], &state[k, 0], NULL)
     vst(&branch[k, 0], c)
     vst(&branch[k, 3], vsub(c, x2))
     return -g / min3(&semi_axes[p, 0], planar)

@@ -9,6 +9,7 @@ import numpy as np
 from .._kernels import integrate
 from ..errors import InputError, TimeStepWarning
 from ..materials import COL
+from ..particles import SHAPES
 from ..shapes import timestep_radii
 from .base import Scheme, register
 
@@ -43,7 +44,7 @@ class Explicit(Scheme):
         if sim.energy_tracker:          # what the energy tracker does not cover, before any work
             sim.energy_tracker.check(sim)
         if sim.shapes:
-            check_shape_cohesion(sim)
+            check_template_cohesion(sim)
         if sim.check_timestep:
             check_timestep(sim)
 
@@ -108,6 +109,31 @@ def check_pair_laws(sim, i1, i2):
             mats.row(mats.materials[c // n], mats.materials[c % n])   # raises
 
 
+def check_template_cohesion(sim):
+    """Refuse JKR cohesion for contacts of clumps and polyhedra: their kernels keep a
+    contact only while the bodies overlap, which would cut JKR's tensile branch down to
+    the pull-off distance (ellipsoids keep it: docs/ellipsoids.md). Collective."""
+    mats = sim.materials
+    n = len(mats.materials)
+    if n == 0:
+        return
+    table = mats.table()
+    st = sim.store
+    own = slice(0, st.n_own)
+    present = np.zeros((2, n))
+    present[0, np.unique(st.material[own][st.shape[own] >= SHAPES["clump"]])] = 1.0
+    present[1, np.unique(st.material[own])] = 1.0
+    present = sim.collective.max(present)
+    present[1, np.unique(sim.planes.material).astype(int)] = 1.0
+    for i in np.flatnonzero(present[0]):
+        for j in np.flatnonzero(present[1]):
+            if table[i * n + j, COL["cohesion"]] == 2:
+                raise InputError("pair (%r, %r): cohesion 'jkr' is not available for clumps "
+                                 "or polyhedra (their contacts end at zero overlap); use "
+                                 "cohesion 'dmt' or 'linear' for this pair"
+                                 % (mats.materials[i].name, mats.materials[j].name))
+
+
 def check_mesh_cohesion(sim):
     """Refuse JKR cohesion between particles and a mesh wall: facet contacts (with their
     associative proximity sets) end at zero overlap, so JKR's tensile branch down to the
@@ -132,32 +158,6 @@ def check_mesh_cohesion(sim):
                              "(facet contacts end at zero overlap); use cohesion 'dmt' or "
                              "'linear' for this pair" % (mats.materials[i].name,
                                                           mats.materials[w].name))
-
-
-def check_shape_cohesion(sim):
-    """Refuse JKR cohesion for contacts of ellipsoids and ellipses: their kernels keep
-    a contact only while the bodies overlap (the common-normal solve exits at the first
-    separating normal), so JKR's tensile branch down to the pull-off distance would be
-    cut off. Collective (sim.shapes is the same on every rank)."""
-    mats = sim.materials
-    n = len(mats.materials)
-    if n == 0:
-        return
-    table = mats.table()
-    st = sim.store
-    present = np.zeros((2, n))
-    present[0, np.unique(st.material[:st.n_own][st.shape[:st.n_own] != 0])] = 1.0
-    present[1, np.unique(st.material[:st.n_own])] = 1.0
-    present = sim.collective.max(present)
-    walls = np.unique(np.r_[sim.planes.material, sim.mesh_walls.wall_material]).astype(int)
-    present[1, walls] = 1.0
-    for i in np.flatnonzero(present[0]):
-        for j in np.flatnonzero(present[1]):
-            if table[i * n + j, COL["cohesion"]] == 2:
-                raise InputError("pair (%r, %r): cohesion 'jkr' is not available for "
-                                 "ellipsoids or ellipses (their contacts end at zero "
-                                 "overlap); use cohesion 'dmt' or 'linear' for this pair"
-                                 % (mats.materials[i].name, mats.materials[j].name))
 
 
 def check_timestep(sim):

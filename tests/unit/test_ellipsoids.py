@@ -511,18 +511,27 @@ def test_hertz_timestep_check_uses_the_smallest_semi_axis():
                 sim.step()
 
 
-def test_jkr_with_ellipsoids_is_refused():
-    """JKR's tensile branch needs contacts beyond zero overlap, which the ellipsoid
-    kinds end: one clear line at the first step; DMT is fine."""
-    for cohesion, refused in (("jkr", True), ("dmt", False)):
-        sim = box(1.0, periodic=(False,) * 3, dt=1e-6)
-        m = sim.material("m", density=2500.0, law="hertz", young=1e7, poisson=0.3,
-                         cohesion=cohesion, surface_energy=0.1)
-        sim.add_plane((0, 0, 0), (0, 0, 1), m)
-        sim.add_ellipsoids([[0.5, 0.5, 0.5]], [[0.05, 0.04, 0.03]], m)
-        if refused:
-            with pytest.raises(pdem.InputError, match="pair \\('m', 'm'\\): cohesion 'jkr' "
-                               "is not available for ellipsoids or ellipses"):
-                sim.step()
-        else:
-            sim.step()
+@pytest.mark.parametrize("wall", [True, False])
+def test_jkr_pulloff_of_a_round_ellipsoid_equals_the_sphere(wall):
+    """a = b = c ellipsoids held beyond touching (JKR's reach): pulled off a plane or
+    another one under displacement control, the largest pull is (3/2) pi W R* (R* = R,
+    or R/2 for two), the contact breaks at the separation d_c of the closed form, as
+    test_cohesion checks for spheres."""
+    from test_cohesion import DT, ESTAR_SAME, E, NU, RHO, W, drive, jkr_separation
+    r = 1e-3
+    rs = r if wall else r / 2
+    dc = jkr_separation(rs, ESTAR_SAME, W)
+    d0, step = 2e-6, 2e-9
+    sim = pdem.Simulation(pdem.Domain((-0.01,) * 3, (0.01,) * 3), dt=DT, threads=1, skin=1e-7)
+    sim.material("m", RHO, law="hertz", young=E, poisson=NU, cohesion="jkr", surface_energy=W)
+    if wall:
+        sim.add_plane((0, 0, 0), (0, 0, 1), "m")
+        ids = sim.add_ellipsoids([[0.0, 0.0, r - d0]], [r, r, r], "m")
+    else:
+        ids = sim.add_ellipsoids([[0, 0, 0], [2 * r - d0, 0, 0]], [r, r, r], "m")
+    rec = drive(sim, ids, step / DT, int((d0 - 1.3 * dc) / step), wall)
+    held = np.isfinite(rec[:, 0])
+    last = np.flatnonzero(held)[-1]
+    assert held[:last + 1].all() and not held[last + 1:].any() and last < len(rec) - 10
+    assert -np.nanmin(rec[:, 1]) == pytest.approx(1.5 * math.pi * W * rs, rel=1e-5)
+    assert dc <= rec[last, 0] < dc + step * 1.001
