@@ -43,9 +43,13 @@ def arch_flags():
     """-march=native by default (3-operand AVX encodings; the kernels are built on the
     machine that runs them). PDEM_MARCH=generic (or any -march value) overrides it.
     Bitwise reproducibility does not depend on it: contraction to FMA is disabled
-    and no reassociation is allowed, so every operation rounds as written."""
+    and no reassociation is allowed, so every operation rounds as written. Without FMA
+    and AVX-512 instructions too: GCC 12's vectorizer forms fused multiply-subtract-add
+    (vfmsubadd) from alternating add/sub lanes even with -ffp-contract=off (AVX-512
+    brings its own FMA forms), which made a body's result depend on the batch it was in
+    (the vector loop against its scalar remainder)."""
     march = os.environ.get("PDEM_MARCH", "native")
-    return [] if march == "generic" else ["-march=" + march]
+    return [] if march == "generic" else ["-march=" + march, "-mno-fma", "-mno-avx512f"]
 
 
 debug = os.environ.get("PDEM_DEBUG", "0") == "1"
