@@ -19,6 +19,7 @@ Mass properties of the union of the spheres (per unit density):
 """
 import numpy as np
 
+from ._kernels import rigid_body
 from .errors import InputError
 
 SHAPE = 3                       # pdem.particles.SHAPES["clump"]
@@ -235,7 +236,8 @@ def fill_clumps(new, templates, k, q_given, density):
     new["mass"][:] = props[0] * density
     new["inertia_body"][:] = moments
     new["inertia"][:] = moments.min()
-    new["angmom"][:] = angmom(new["orient"], new["angvel"], new["inertia_body"])
+    rigid_body.angmom_from_angvel(new["orient"], np.ascontiguousarray(new["angvel"]),
+                                  new["inertia_body"], new["angmom"], 1)
 
 
 def rotation_matrices(q):
@@ -246,18 +248,6 @@ def rotation_matrices(q):
         np.column_stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)]),
         np.column_stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)])],
         axis=1)
-
-
-def angmom(q, omega, moments):
-    """L = R I R^T omega by elementwise numpy operations in a fixed order: the same bits
-    for a body whatever the batch it comes in (rigid_body.angmom_from_angvel's compiled
-    loop gave a last-bit difference between its vectorised and scalar iterations)."""
-    R = rotation_matrices(q)
-    wb = [R[:, 0, i] * omega[:, 0] + R[:, 1, i] * omega[:, 1] + R[:, 2, i] * omega[:, 2]
-          for i in range(3)]
-    lb = [moments[:, i] * wb[i] for i in range(3)]
-    return np.column_stack([R[:, i, 0] * lb[0] + R[:, i, 1] * lb[1] + R[:, i, 2] * lb[2]
-                            for i in range(3)])
 
 
 def renew_mass(store, idx, templates, density):

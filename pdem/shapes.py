@@ -118,8 +118,11 @@ def renew(sim, idx, density=None):
         clump = idx[st.shape[idx] == SHAPES["clump"]]
         if len(clump):
             clumps.renew_mass(st, clump, sim.templates, density)
-    # the same bits for a body whatever the batch (clumps.angmom)
-    st.angmom[idx] = clumps.angmom(st.orient[idx], st.angvel[idx], st.inertia_body[idx])
+    L = np.zeros((len(idx), 3))
+    rigid_body.angmom_from_angvel(np.ascontiguousarray(st.orient[idx]),
+                                  np.ascontiguousarray(st.angvel[idx]),
+                                  np.ascontiguousarray(st.inertia_body[idx]), L, 1)
+    st.angmom[idx] = L
 
 
 def fill_ellipses(new, axes, angles, density, threads):
