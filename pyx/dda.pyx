@@ -25,7 +25,8 @@ identity row and column). Each row sums its contacts in contact-list order, whic
 """
 from cython.parallel cimport prange
 
-DEF FREEZE = 3
+cdef enum:
+    FREEZE = 3          # state changes of a contact in a step before it may only open or stop sliding
 from libc.math cimport sqrt, fabs
 import numpy as np
 

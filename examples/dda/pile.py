@@ -81,6 +81,7 @@ def main():
                                              if a in set(fixed.tolist()) and b not in
                                              set(fixed.tolist()))
     n_free = sim.n_particles - len(fixed)
+    p = sim.particles(gather=True)          # collective: on every rank
     if sim.rank == 0:
         cg = np.array(iters)
         print("dt = %.3g s = %.0f x the explicit critical step %.3g s" % (dt, dt / CRITICAL,
@@ -89,14 +90,13 @@ def main():
               "open-close %.2f (max %d)" % (steps, cpu, cg[:, 0].mean(), cg[:, 0].max(),
                                             cg[:, 1].mean(), cg[:, 1].max()))
         print("load on the base %.6g N/m, weight %.6g N/m" % (-on_base, n_free * MASS * 9.81))
-        picture(sim, f, "examples/dda/pile.png")
+        picture(p, f, "examples/dda/pile.png")
 
 
-def picture(sim, f, path):
+def picture(p, f, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    p = sim.particles(gather=True)
     pos = dict(zip(p["id"].tolist(), p["position"][:, :2]))
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for x in p["position"]:

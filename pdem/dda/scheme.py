@@ -123,6 +123,11 @@ class DDA(Scheme):
             self.alert = sim.skin
         return self.alert
 
+    def eps(self):
+        """The open-close hysteresis, OPEN_CLOSE_TOL x tol (0 before tol is resolved:
+        no particle yet)."""
+        return OPEN_CLOSE_TOL * (self.tol or 0.0)
+
     def stats(self):
         return {"dda_cg_iterations": self.cg_iterations, "dda_open_close": self.open_close}
 
@@ -144,7 +149,8 @@ class DDA(Scheme):
             self.cg_iterations += op.solve(x, where)
             changed = _k.contact_states(c.kind, c.ci, c.cj, c.normal, c.gap, st.radius, x,
                                         op.e, op.slip, c.mu, self.penalty, self.shear_penalty,
-                                        FRICTION_TOL, OPEN_CLOSE_TOL * self.tol, op.flips, op.code, op.ff, op.sdir, op.gap_end,
+                                        FRICTION_TOL, self.eps(), op.flips, op.code, op.ff,
+                                        op.sdir, op.gap_end,
                                         sim.threads)
             if sim.size > 1:
                 changed = sim.collective.max(float(changed))
@@ -241,7 +247,7 @@ class Operator:
         st, c, dt = sim.store, self.contacts, sim.dt
         m = len(c)
         kinds = list(sim.interactions.values())
-        eps = OPEN_CLOSE_TOL * self.scheme.tol
+        eps = self.scheme.eps()
         code = np.where(c.gap < eps, STICK, OPEN).astype(np.int8)      # touching: closed
         closed = np.zeros(m, bool)      # closed at the end of the last step
         e_old = np.zeros((m, 3))
