@@ -20,9 +20,11 @@ c - x1 and c - x2. m* = m1 m2 / (m1 + m2) of the bodies, R* = r1 r2 / (r1 + r2) 
 members. No-ratch is refused by the caller.
 """
 cimport cython
-from cython.parallel cimport prange, threadid
+from cython.parallel cimport prange
 from libc.math cimport sqrt
-from vecmath cimport v3, quat, V, vld, vst, vadd, vsub, vscale, vdot, vnorm, mtdot, q2m
+from vecmath cimport v3, quat, V, vld, vst, vadd, vsub, vscale, vdot, vnorm, mtdot, q2m, \
+    image_shift, image_velocity, cell_moving
+from worst_overlap cimport keep_worst, pick_worst
 from contact_row cimport Load, contact_update, S_NCOLS
 from laws cimport P_NCOLS
 import numpy as np
@@ -52,12 +54,11 @@ cdef inline v3 member(int p, int m, const signed char[::1] shape, const int[::1]
 
 
 cdef inline v3 rel(int a, int b, const double[:, ::1] pos, const int[:, ::1] image,
-                   const double* box) noexcept nogil:
-    """x_b - x_a with the periodic images."""
-    cdef v3 d = vsub(vld(&pos[b, 0]), vld(&pos[a, 0]))
-    return V(d.x + (image[b, 0] - image[a, 0]) * box[0],
-             d.y + (image[b, 1] - image[a, 1]) * box[1],
-             d.z + (image[b, 2] - image[a, 2]) * box[2])
+                   const double* cell) noexcept nogil:
+    """x_b - x_a through the pair's periodic image difference (cell: H, then L H)."""
+    return vadd(vsub(vld(&pos[b, 0]), vld(&pos[a, 0])),
+                image_shift(cell, image[b, 0] - image[a, 0], image[b, 1] - image[a, 1],
+                            image[b, 2] - image[a, 2]))
 
 
 cdef inline quat qload(const double* q) noexcept nogil:
@@ -66,27 +67,10 @@ cdef inline quat qload(const double* q) noexcept nogil:
     return out
 
 
-cdef inline void keep_worst(double[:, ::1] worst, double ratio, Py_ssize_t k) noexcept nogil:
-    """This thread's largest overlap ratio so far and its row (inside prange)."""
-    cdef int t = threadid()
-    if not (ratio <= worst[t, 0]) and worst[t, 0] == worst[t, 0]:
-        worst[t, 0] = ratio
-        worst[t, 1] = k
-
-
-cdef tuple pick_worst(double[:, ::1] worst):
-    """(the largest ratio over the threads, its row or -1)."""
-    cdef int t = 0, k
-    for k in range(1, worst.shape[0]):
-        if not (worst[k, 0] <= worst[t, 0]):
-            t = k
-    return worst[t, 0], int(worst[t, 1])
-
-
 @cython.boundscheck(False)
 @cython.wraparound(False)
 def member_pairs(const int[::1] i1, const int[::1] i2, const long[::1] key,
-                 const double[:, ::1] pos, const int[:, ::1] image, const double[::1] box_len,
+                 const double[:, ::1] pos, const int[:, ::1] image, const double[:, ::1] cell,
                  const signed char[::1] shape, const int[::1] template,
                  const double[::1] radius, const long[::1] offsets,
                  const double[:, ::1] spheres, double skin):
@@ -111,7 +95,7 @@ def member_pairs(const int[::1] i1, const int[::1] i2, const long[::1] key,
             for k in range(m):
                 a = i1[k]
                 b = i2[k]
-                d = vnorm(rel(a, b, pos, image, &box_len[0]))
+                d = vnorm(rel(a, b, pos, image, &cell[0, 0]))
                 na = n_members(a, shape, template, offsets)
                 nb = n_members(b, shape, template, offsets)
                 for ma in range(na):
@@ -171,7 +155,7 @@ def member_planes(const int[::1] particle, const int[::1] plane, const double[:,
 @cython.boundscheck(False)
 @cython.wraparound(False)
 cdef double _pair_one(Py_ssize_t k, int a, int b, int sub, const double[:, ::1] pos,
-                      const int[:, ::1] image, const double* box,
+                      const int[:, ::1] image, const double* cell,
                       const double[:, ::1] vel, const double[:, ::1] angvel,
                       const double[:, ::1] orient, const signed char[::1] shape,
                       const int[::1] template, const double[::1] radius,
@@ -183,9 +167,9 @@ cdef double _pair_one(Py_ssize_t k, int a, int b, int sub, const double[:, ::1] 
     """Row k: member sub >> 16 of a and sub & 0xffff of b; returns the overlap ratio
     (-1 when not in contact)."""
     cdef double r1, r2, dist, un, m1, m2
-    cdef v3 x2, c1, c2, d, nrm, c
+    cdef v3 x2, c1, c2, d, nrm, c, v2
     cdef Load L
-    x2 = rel(a, b, pos, image, box)
+    x2 = rel(a, b, pos, image, cell)
     c1 = mtdot(q2m(qload(&orient[a, 0])),
                member(a, sub >> 16, shape, template, offsets, spheres, radius, &r1))
     c2 = vadd(x2, mtdot(q2m(qload(&orient[b, 0])),
@@ -202,7 +186,11 @@ cdef double _pair_one(Py_ssize_t k, int a, int b, int sub, const double[:, ::1] 
     c = vadd(c1, vscale(nrm, r1 + 0.5 * un))
     m1 = mass[a]
     m2 = mass[b]
-    L = contact_update(c, nrm, un, x2, vld(&vel[a, 0]), vld(&vel[b, 0]), vld(&angvel[a, 0]),
+    v2 = vld(&vel[b, 0])
+    if cell_moving(cell):          # seed 000's v~2 (docs/cell.md)
+        v2 = image_velocity(cell, v2, image[b, 0] - image[a, 0], image[b, 1] - image[a, 1],
+                            image[b, 2] - image[a, 2])
+    L = contact_update(c, nrm, un, x2, vld(&vel[a, 0]), v2, vld(&angvel[a, 0]),
                        vld(&angvel[b, 0]), r1, r2, m1 * m2 / (m1 + m2), r1 * r2 / (r1 + r2),
                        &pair_table[material[a] * nmat + material[b], 0], dt, flags,
                        &active[k], &state[k, 0], NULL)
@@ -214,7 +202,7 @@ cdef double _pair_one(Py_ssize_t k, int a, int b, int sub, const double[:, ::1] 
 @cython.boundscheck(False)
 @cython.wraparound(False)
 def clump_pairs(const int[::1] i1, const int[::1] i2, const int[::1] sub,
-                const double[:, ::1] pos, const int[:, ::1] image, const double[::1] box_len,
+                const double[:, ::1] pos, const int[:, ::1] image, const double[:, ::1] cell,
                 const double[:, ::1] vel, const double[:, ::1] angvel,
                 const double[:, ::1] orient, const signed char[::1] shape,
                 const int[::1] template, const double[::1] radius, const double[::1] mass,
@@ -235,7 +223,7 @@ def clump_pairs(const int[::1] i1, const int[::1] i2, const int[::1] sub,
                             branch.shape[0]))
     worst[:, 1] = -1
     for k in prange(m, nogil=True, schedule='static', num_threads=nt):
-        ratio = _pair_one(k, i1[k], i2[k], sub[k], pos, image, &box_len[0], vel, angvel,
+        ratio = _pair_one(k, i1[k], i2[k], sub[k], pos, image, &cell[0, 0], vel, angvel,
                           orient, shape, template, radius, mass, material, offsets, spheres,
                           pair_table, n_materials, dt, flags, active, state, branch)
         keep_worst(worst, ratio, k)

@@ -23,9 +23,10 @@ tensors at c1, c2 (ellipsoid.pxd hertz_radius; two spheres: r1 r2 / (r1 + r2)). 
 overlap ratio for max_overlap is -u_n / the smallest semi-axis of the two.
 """
 cimport cython
-from cython.parallel cimport prange, threadid
+from cython.parallel cimport prange
 from libc.math cimport INFINITY, cbrt
 from vecmath cimport v3, V, vld, vst, vadd, vsub, vscale, vdot, vcross, image_shift, image_velocity, cell_moving
+from worst_overlap cimport keep_worst, pick_worst, solve_stats
 from contact_row cimport Load, contact_update, S_NCOLS, S_T, S_FORCE, S_MOMENT
 from laws cimport P_NCOLS, P_REACH
 from ellipsoid cimport Ell, CNResult, ell_make, ell2_make, ell_support, ell_radii, tangent_basis, \
@@ -174,10 +175,9 @@ def ellipsoid_pairs(const int[::1] i1, const int[::1] i2, const double[:, ::1] p
     (worst overlap ratio, its pair or -1, first pair whose solve
     failed or -1, contacts, their total and largest iteration counts)."""
     cdef Py_ssize_t m = i1.shape[0], k
-    cdef int t, nt = max(1, n_threads)
+    cdef int nt = max(1, n_threads)
     cdef double ratio
     cdef double[:, ::1] worst = np.zeros((nt, 2))
-    cdef long failed = -1, n_contact = 0, it_sum = 0, it_max = 0
     if cell.shape[0] != 6 or cell.shape[1] != 3:
         raise ValueError("cell must be (6, 3): H, then L H (pdem.cell.fixed_cell for a box)")
     if m == 0:
@@ -198,24 +198,8 @@ def ellipsoid_pairs(const int[::1] i1, const int[::1] i2, const double[:, ::1] p
                              shape, semi_axes, radius, mass, material, pair_table,
                              n_materials, dt, flags, tol, max_iter, warm, active, state,
                              branch, iters, status)
-        t = threadid()
-        if not (ratio <= worst[t, 0]) and worst[t, 0] == worst[t, 0]:
-            worst[t, 0] = ratio
-            worst[t, 1] = k
-    for k in range(m):          # statistics and failures, in pair order
-        if status[k] == CN_FAILED or status[k] == CN_BAD_INPUT:
-            if failed < 0:
-                failed = k
-        elif status[k] == CN_CONVERGED:
-            n_contact += 1
-            it_sum += iters[k]
-            if iters[k] > it_max:
-                it_max = iters[k]
-    t = 0
-    for k in range(1, nt):
-        if not (worst[k, 0] <= worst[t, 0]):
-            t = k
-    return worst[t, 0], int(worst[t, 1]), failed, n_contact, it_sum, it_max
+        keep_worst(worst, ratio, k)
+    return pick_worst(worst) + solve_stats(status, iters, m, CN_FAILED, CN_BAD_INPUT, CN_CONVERGED)
 
 
 @cython.boundscheck(False)
@@ -282,7 +266,7 @@ def ellipsoid_plane(const int[::1] particle, const int[::1] plane, const double[
     """Update every ellipsoid-plane candidate (planar: ellipse-line); returns (worst
     overlap ratio, its row)."""
     cdef Py_ssize_t m = particle.shape[0], k
-    cdef int t, nt = max(1, n_threads)
+    cdef int nt = max(1, n_threads)
     cdef double ratio
     cdef double[:, ::1] worst = np.zeros((nt, 2))
     if m == 0:
@@ -292,15 +276,8 @@ def ellipsoid_plane(const int[::1] particle, const int[::1] plane, const double[
         ratio = _plane_one(k, particle[k], plane[k], pos, vel, angvel, orient, semi_axes, mass,
                            material, plane_point, plane_normal, plane_vel, plane_material,
                            pair_table, n_materials, dt, flags, planar, active, state, branch)
-        t = threadid()
-        if not (ratio <= worst[t, 0]) and worst[t, 0] == worst[t, 0]:
-            worst[t, 0] = ratio
-            worst[t, 1] = k
-    t = 0
-    for k in range(1, nt):
-        if not (worst[k, 0] <= worst[t, 0]):
-            t = k
-    return worst[t, 0], int(worst[t, 1])
+        keep_worst(worst, ratio, k)
+    return pick_worst(worst)
 
 
 @cython.boundscheck(False)

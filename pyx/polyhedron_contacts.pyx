@@ -25,10 +25,12 @@ radius-dependent laws (seed 002 leaves w free). Overlap ratio for max_overlap: d
 the smaller bounding radius.
 """
 cimport cython
-from cython.parallel cimport prange, threadid
+from cython.parallel cimport prange
 from libc.math cimport INFINITY, fabs
 from vecmath cimport v3, V, vld, vst, vadd, vsub, vscale, vdot, vunit, mdot, mtdot, q2m, quat, \
+    image_shift, image_velocity, cell_moving, \
     m33
+from worst_overlap cimport keep_worst, pick_worst, solve_stats
 from contact_row cimport Load, contact_update, S_NCOLS, S_T
 from laws cimport P_NCOLS
 from gjk cimport Convex, MinkResult, cv_point, cv_poly, cv_ellipsoid, mk_query, MK_OVERLAP, \
@@ -57,7 +59,7 @@ cdef inline Convex _body(int p, v3 o, const signed char[::1] shape, const int[::
 @cython.boundscheck(False)
 @cython.wraparound(False)
 cdef double _pair_one(Py_ssize_t k, int a, int b, const double[:, ::1] pos,
-                      const int[:, ::1] image, const double* box,
+                      const int[:, ::1] image, const double* cell,
                       const double[:, ::1] vel, const double[:, ::1] angvel,
                       const double[:, ::1] orient, const signed char[::1] shape,
                       const int[::1] template, const double[:, ::1] semi_axes,
@@ -70,14 +72,13 @@ cdef double _pair_one(Py_ssize_t k, int a, int b, const double[:, ::1] pos,
     """Pair k; returns the overlap ratio (-1 when not in contact)."""
     cdef Convex A, B
     cdef MinkResult res
-    cdef v3 x2, n0, c
+    cdef v3 x2, n0, c, v2
     cdef double m1, m2, r1, r2
     cdef Load L
     cdef double* row = &state[k, 0]
     x2 = vsub(vld(&pos[b, 0]), vld(&pos[a, 0]))
-    x2 = V(x2.x + (image[b, 0] - image[a, 0]) * box[0],
-           x2.y + (image[b, 1] - image[a, 1]) * box[1],
-           x2.z + (image[b, 2] - image[a, 2]) * box[2])
+    x2 = vadd(x2, image_shift(cell, image[b, 0] - image[a, 0], image[b, 1] - image[a, 1],
+                              image[b, 2] - image[a, 2]))
     r1 = radius[a]
     r2 = radius[b]
     iters[k] = 0
@@ -104,7 +105,11 @@ cdef double _pair_one(Py_ssize_t k, int a, int b, const double[:, ::1] pos,
         res.n = vunit(V(res.n.x, res.n.y, 0.0))
     m1 = mass[a]
     m2 = mass[b]
-    L = contact_update(c, res.n, res.gap, x2, vld(&vel[a, 0]), vld(&vel[b, 0]),
+    v2 = vld(&vel[b, 0])
+    if cell_moving(cell):          # seed 000's v~2 (docs/cell.md)
+        v2 = image_velocity(cell, v2, image[b, 0] - image[a, 0], image[b, 1] - image[a, 1],
+                            image[b, 2] - image[a, 2])
+    L = contact_update(c, res.n, res.gap, x2, vld(&vel[a, 0]), v2,
                        vld(&angvel[a, 0]), vld(&angvel[b, 0]), r1, r2, m1 * m2 / (m1 + m2),
                        r1 * r2 / (r1 + r2), &pair_table[material[a] * nmat + material[b], 0],
                        dt, flags, &active[k], row, NULL)
@@ -116,7 +121,7 @@ cdef double _pair_one(Py_ssize_t k, int a, int b, const double[:, ::1] pos,
 @cython.boundscheck(False)
 @cython.wraparound(False)
 def polyhedron_pairs(const int[::1] i1, const int[::1] i2, const double[:, ::1] pos,
-                     const int[:, ::1] image, const double[::1] box_len,
+                     const int[:, ::1] image, const double[:, ::1] cell,
                      const double[:, ::1] vel, const double[:, ::1] angvel,
                      const double[:, ::1] orient, const signed char[::1] shape,
                      const int[::1] template, const double[:, ::1] semi_axes,
@@ -130,10 +135,9 @@ def polyhedron_pairs(const int[::1] i1, const int[::1] i2, const double[:, ::1] 
     ratio, its pair or -1, first pair whose GJK/EPA failed or -1, contacts, their total
     and largest GJK + EPA iteration counts)."""
     cdef Py_ssize_t m = i1.shape[0], k
-    cdef int t, nt = max(1, n_threads)
+    cdef int nt = max(1, n_threads)
     cdef double ratio
     cdef double[:, ::1] worst = np.zeros((nt, 2))
-    cdef long failed = -1, n_contact = 0, it_sum = 0, it_max = 0
     if m == 0:
         return 0.0, -1, -1, 0, 0, 0
     if state.shape[1] != S_NCOLS or pair_table.shape[1] != P_NCOLS or branch.shape[0] < m:
@@ -142,28 +146,12 @@ def polyhedron_pairs(const int[::1] i1, const int[::1] i2, const double[:, ::1] 
                             branch.shape[0]))
     worst[:, 1] = -1
     for k in prange(m, nogil=True, schedule='static', num_threads=nt):
-        ratio = _pair_one(k, i1[k], i2[k], pos, image, &box_len[0], vel, angvel, orient,
+        ratio = _pair_one(k, i1[k], i2[k], pos, image, &cell[0, 0], vel, angvel, orient,
                           shape, template, semi_axes, radius, mass, material, voff, vdata,
                           pair_table, n_materials, dt, flags, tol, max_iter, warm, active,
                           state, branch, iters, status)
-        t = threadid()
-        if not (ratio <= worst[t, 0]) and worst[t, 0] == worst[t, 0]:
-            worst[t, 0] = ratio
-            worst[t, 1] = k
-    for k in range(m):          # statistics and failures, in pair order
-        if status[k] == MK_FAILED or status[k] == MK_BAD_INPUT:
-            if failed < 0:
-                failed = k
-        elif status[k] == MK_OVERLAP:
-            n_contact += 1
-            it_sum += iters[k]
-            if iters[k] > it_max:
-                it_max = iters[k]
-    t = 0
-    for k in range(1, nt):
-        if not (worst[k, 0] <= worst[t, 0]):
-            t = k
-    return worst[t, 0], int(worst[t, 1]), failed, n_contact, it_sum, it_max
+        keep_worst(worst, ratio, k)
+    return pick_worst(worst) + solve_stats(status, iters, m, MK_FAILED, MK_BAD_INPUT, MK_OVERLAP)
 
 
 @cython.boundscheck(False)
@@ -245,7 +233,7 @@ def polyhedron_plane(const int[::1] particle, const int[::1] plane, const double
                      double[:, ::1] state, double[:, ::1] branch, int n_threads):
     """Update every polyhedron-plane candidate; returns (worst overlap ratio, its row)."""
     cdef Py_ssize_t m = particle.shape[0], k
-    cdef int t, nt = max(1, n_threads)
+    cdef int nt = max(1, n_threads)
     cdef double ratio
     cdef double[:, ::1] worst = np.zeros((nt, 2))
     if m == 0:
@@ -256,12 +244,5 @@ def polyhedron_plane(const int[::1] particle, const int[::1] plane, const double
                            radius, mass, material, voff, vdata, plane_point, plane_normal,
                            plane_vel, plane_material, pair_table, n_materials, dt, flags,
                            active, state, branch)
-        t = threadid()
-        if not (ratio <= worst[t, 0]) and worst[t, 0] == worst[t, 0]:
-            worst[t, 0] = ratio
-            worst[t, 1] = k
-    t = 0
-    for k in range(1, nt):
-        if not (worst[k, 0] <= worst[t, 0]):
-            t = k
-    return worst[t, 0], int(worst[t, 1])
+        keep_worst(worst, ratio, k)
+    return pick_worst(worst)

@@ -73,7 +73,7 @@ class ClumpPairs(ClumpRows, EllipsoidPairs):
             i1, i2, key = pair_candidates(sim, b)
             k = np.flatnonzero(shaped(sim, i1, i2, code=CLUMP))
             offsets, spheres = _templates(sim)
-            rows = cc.member_pairs(i1[k], i2[k], key[k], st.pos, st.image, sim.box_length,
+            rows = cc.member_pairs(i1[k], i2[k], key[k], st.pos, st.image, sim.cell.kernel,
                                    st.shape, st.template, st.radius, offsets, spheres, b.skin)
             self.take(self._new_rows(*rows), b)
         self._sized()
@@ -84,7 +84,7 @@ class ClumpPairs(ClumpRows, EllipsoidPairs):
         if len(b) == 0:
             return None
         offsets, spheres = _templates(sim)
-        ratio, k = cc.clump_pairs(b.i1, b.i2, b.sub, st.pos, st.image, sim.box_length, st.vel,
+        ratio, k = cc.clump_pairs(b.i1, b.i2, b.sub, st.pos, st.image, sim.cell.kernel, st.vel,
                                   st.angvel, st.orient, st.shape, st.template, st.radius,
                                   st.mass, st.material, offsets, spheres, table, nmat, sim.dt,
                                   sim.flags, b.active, b.state, self.branch, sim.threads)

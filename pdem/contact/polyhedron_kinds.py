@@ -59,7 +59,7 @@ class PolyhedronPairs(PolyRows, EllipsoidPairs):
             return None
         voff, vdata = self.vertices()
         ratio, k, failed, n, it_sum, it_max = pk.polyhedron_pairs(
-            b.i1, b.i2, st.pos, st.image, sim.box_length, st.vel, st.angvel, st.orient,
+            b.i1, b.i2, st.pos, st.image, sim.cell.kernel, st.vel, st.angvel, st.orient,
             st.shape, st.template, st.semi_axes, st.radius, st.mass, st.material, voff, vdata,
             table, nmat, sim.dt, sim.flags, self.tol, self.max_iter, b.active, b.state,
             self.branch, self.iters, self.status, sim.threads, warm=self.warm)
