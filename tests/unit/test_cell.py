@@ -145,7 +145,7 @@ def test_energy_balance_of_cell_work():
     """Elastic, undamped, no sliding (friction 1e4): the work V sigma : L dt done on the
     cell under simple shear equals the change of elastic energy (F_n^2 / 2 kn +
     |F_t|^2 / 2 kt per contact) plus the kinetic energy of the fluctuations
-    (translation v - L x and rotation), within 1e-3 of the work (measured: 1e-5)."""
+    (translation v - L x and rotation), within 2e-4 of the work (measured: 2.6e-5)."""
     r, n = 0.5, 4
     a = 2 * r - 0.01
     dom = pdem.Domain((0, 0, 0), (n * a,) * 3, periodic=(True, True, True))
@@ -179,7 +179,7 @@ def test_energy_balance_of_cell_work():
     sim.run(steps=1)
     work = sim.cell.work - w0
     assert work > 0
-    assert abs(energy() - e0 - work) < 1e-3 * work, (energy() - e0, work)
+    assert abs(energy() - e0 - work) < 2e-4 * work, (energy() - e0, work)
 
 
 def test_servo_reaches_target_pressure():
