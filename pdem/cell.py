@@ -239,7 +239,7 @@ class Cell:
         the largest displacement of an image since the last build)."""
         L = self._L
         self.image_velocity = L @ self.matrix
-        self.matrix = np.ascontiguousarray(self.matrix + dt * self.image_velocity)
+        self._H = np.ascontiguousarray(self._H + dt * self.image_velocity)   # no setter
         self.deformation = self.deformation + dt * (L @ self.deformation)
         self.flipped = self._flip()
         moved = (self.matrix - self._build_matrix) @ CORNERS.T
@@ -403,7 +403,7 @@ class Cell:
 
     def restore(self, arrays, info):
         for k in self.STATE:
-            setattr(self, k, np.ascontiguousarray(arrays[k.strip("_")]))
+            setattr(self, "_H" if k == "matrix" else k, np.ascontiguousarray(arrays[k.strip("_")]))
         self.last_stress = arrays.get("last_stress")
         self.deforming = bool(info["deforming"])
         self.flips = bool(info["flips"])
