@@ -114,12 +114,8 @@ def exact_sum(collective, rows):
     rows = np.asarray(rows, float).reshape(len(rows), -1)
     k = rows.shape[1]
     big = collective.max(np.abs(rows).max(axis=0) if len(rows) else np.zeros(k))
-    e = np.frexp(big)[1]
-    scaled = np.ldexp(rows, 40 - e)
-    hi = np.trunc(scaled)
-    lo = np.trunc(np.ldexp(scaled - hi, 40))
-    ints = collective.sum(np.concatenate([hi.astype(np.int64).sum(axis=0),
-                                          lo.astype(np.int64).sum(axis=0)]))
+    e = np.frexp(big)[1].astype(np.int64)
+    ints = collective.sum(_a.exact_limbs(np.ascontiguousarray(rows), e))
     return np.ldexp(ints[:k].astype(float) + np.ldexp(ints[k:].astype(float), -40), e - 40)
 
 

@@ -239,7 +239,7 @@ class Cell:
         the largest displacement of an image since the last build)."""
         L = self._L
         self.image_velocity = L @ self.matrix
-        self.matrix = np.ascontiguousarray(self.matrix + dt * self.image_velocity)
+        self._H = np.ascontiguousarray(self._H + dt * self.image_velocity)   # no setter
         self.deformation = self.deformation + dt * (L @ self.deformation)
         self.flipped = self._flip()
         moved = (self.matrix - self._build_matrix) @ CORNERS.T
@@ -370,12 +370,13 @@ class Cell:
         from .analysis import stress as cell_stress
         sigma = cell_stress(sim)
         # power V sigma_ji L_ij: pdem's sigma_ij sums branch_i force_j (analysis.py), the
-        # transpose of Cauchy's f_i l_j; the two differ while particles spin up
-        now = self.volume * float(np.sum(sigma.T * self._applied))
-        power = now if self.last_stress is None else 0.5 * (now + self._last_power)
-        self.work += power * sim.dt
+        # transpose of Cauchy's f_i l_j; the two differ while particles spin up. Trapezoid
+        # over the step with the step's L at both ends.
+        vs = self.volume * sigma.T
+        mean = vs if self.last_stress is None else 0.5 * (vs + self._last_vs)
+        self.work += float(np.sum(mean * self._applied)) * sim.dt
         self.last_stress = sigma
-        self._last_power = now
+        self._last_vs = vs
         ctl = self.controller
         if ctl and ctl["stress"]:
             L = self._L.copy()
@@ -394,20 +395,22 @@ class Cell:
         arrays = {k.strip("_"): getattr(self, k) for k in self.STATE}
         if self.last_stress is not None:
             arrays["last_stress"] = self.last_stress
+            arrays["last_vs"] = self._last_vs
         info = {"deforming": self.deforming, "flips": self.flips, "work": self.work, "n_flips": self.n_flips,
-                "last_power": getattr(self, "_last_power", 0.0), "controller": self.controller,
+                "controller": self.controller,
                 "origin": self.origin.tolist(), "length0": self.length0.tolist()}
         return arrays, info
 
     def restore(self, arrays, info):
         for k in self.STATE:
-            setattr(self, k, np.ascontiguousarray(arrays[k.strip("_")]))
+            setattr(self, "_H" if k == "matrix" else k, np.ascontiguousarray(arrays[k.strip("_")]))
         self.last_stress = arrays.get("last_stress")
         self.deforming = bool(info["deforming"])
         self.flips = bool(info["flips"])
         self.work = float(info["work"])
         self.n_flips = int(info["n_flips"])
-        self._last_power = float(info["last_power"])
+        if "last_vs" in arrays:
+            self._last_vs = arrays["last_vs"]
         self.controller = info["controller"]
         self.origin = np.array(info["origin"])
         self.length0 = np.array(info["length0"])

@@ -2,7 +2,10 @@
 """Per-particle sums over contact rows for the stress and fabric analysis
 (pdem/analysis.py): the Love-Weber moment sum_c (x_c - x_p) (x) f_c of each owned
 particle and its number of particle contacts."""
+cimport cython
+from libc.math cimport ldexp, trunc
 from contact_row cimport S_T, S_U, S_FORCE
+import numpy as np
 
 
 def contact_moments(const signed char[::1] active, const double[:, ::1] state,
@@ -52,3 +55,25 @@ def contact_moments(const signed char[::1] active, const double[:, ::1] state,
                     for j in range(3):
                         moment[p, 3 * i + j] -= a[i] * f[j]
                 coordination[p] += 1
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def exact_limbs(const double[:, ::1] rows, const long[::1] e):
+    """Integer column sums of rows (n, k) cut into two 40-bit limbs at the column scales
+    2^(40 - e_j): out[j] = sum trunc(x 2^(40 - e_j)), out[k + j] = sum of the next 40
+    bits (pdem.analysis.exact_sum; exact, so any split of the rows gives the same sums)."""
+    cdef Py_ssize_t n = rows.shape[0], k = rows.shape[1], i, j
+    out_arr = np.zeros(2 * k, np.int64)
+    cdef long[::1] out = out_arr
+    cdef double s, h, two40 = ldexp(1.0, 40)
+    scale_arr = np.array([ldexp(1.0, 40 - e[j]) for j in range(k)])
+    cdef double[::1] scale = scale_arr           # powers of 2: exact products
+    with nogil:
+        for i in range(n):
+            for j in range(k):
+                s = rows[i, j] * scale[j]
+                h = trunc(s)
+                out[j] += <long>h
+                out[k + j] += <long>trunc((s - h) * two40)
+    return out_arr

@@ -108,7 +108,7 @@ def test_affine_disks_stay_affine_in_2d():
     assert np.all(sim.stress() == 0.0)
 
 
-def pair_history(a_pos, steps=300, g=0.8):
+def pair_history(a_pos, steps=300, g=0.8, ellipsoids=False):
     """Two frictional spheres in contact in a cell under simple shear L_xy = g, started on
     the same fluctuation velocities (setting L adds the affine field at their wrapped
     positions): u, phi and force of their contact every step."""
@@ -118,8 +118,12 @@ def pair_history(a_pos, steps=300, g=0.8):
     d = np.array([-0.6, 1.6, 0.5])              # L d . d < 0: the pair is pressed
     d *= 1.99 / np.linalg.norm(d)
     pos = np.array([a_pos, a_pos + d])
-    sim.add_spheres(np.mod(pos, 6.0), 1.0, m, velocities=[[0.0, 0.0, 0.0], [0.1, -0.05, 0.02]],
-                    angular_velocities=[[0, 0, 1.0], [0.5, 0, 0]])
+    kw = dict(velocities=[[0.0, 0.0, 0.0], [0.1, -0.05, 0.02]],
+              angular_velocities=[[0, 0, 1.0], [0.5, 0, 0]])
+    if ellipsoids:
+        sim.add_ellipsoids(np.mod(pos, 6.0), [[1.05, 1.0, 0.95]] * 2, m, **kw)
+    else:
+        sim.add_spheres(np.mod(pos, 6.0), 1.0, m, **kw)
     sim.cell.velocity_gradient = [[0, g, 0], [0, 0, 0], [0, 0, 0]]
     out = []
     for _ in range(steps):
@@ -130,11 +134,13 @@ def pair_history(a_pos, steps=300, g=0.8):
     return np.array(out), sim
 
 
-def test_pair_across_sheared_boundary_equals_pair_inside_cell():
+@pytest.mark.parametrize("ellipsoids", [False, True])
+def test_pair_across_sheared_boundary_equals_pair_inside_cell(ellipsoids):
     """Seed 000's v~2: the pair straddling the y faces (its image shifted by the tilting
-    cell vector, moving at L H e_y) has the history of the same pair in the middle."""
-    inside, _ = pair_history(np.array([2.0, 1.5, 2.0]))
-    across, sim = pair_history(np.array([2.0, 5.2, 2.0]))
+    cell vector, moving at L H e_y) has the history of the same pair in the middle
+    (spheres, and ellipsoids through their own kernel)."""
+    inside, _ = pair_history(np.array([2.0, 1.5, 2.0]), ellipsoids=ellipsoids)
+    across, sim = pair_history(np.array([2.0, 5.2, 2.0]), ellipsoids=ellipsoids)
     assert sim.n_rebuilds > 1 and sim.cell.matrix[0, 1] > 0.04 * 6
     scale = np.abs(inside).max(axis=0)
     assert np.all(np.abs(across - inside) <= 1e-9 * scale + 1e-15)
@@ -145,7 +151,7 @@ def test_energy_balance_of_cell_work():
     """Elastic, undamped, no sliding (friction 1e4): the work V sigma : L dt done on the
     cell under simple shear equals the change of elastic energy (F_n^2 / 2 kn +
     |F_t|^2 / 2 kt per contact) plus the kinetic energy of the fluctuations
-    (translation v - L x and rotation), within 1e-3 of the work (measured: 1e-5)."""
+    (translation v - L x and rotation), within 2e-4 of the work (measured: 2.6e-5)."""
     r, n = 0.5, 4
     a = 2 * r - 0.01
     dom = pdem.Domain((0, 0, 0), (n * a,) * 3, periodic=(True, True, True))
@@ -179,7 +185,7 @@ def test_energy_balance_of_cell_work():
     sim.run(steps=1)
     work = sim.cell.work - w0
     assert work > 0
-    assert abs(energy() - e0 - work) < 1e-3 * work, (energy() - e0, work)
+    assert abs(energy() - e0 - work) < 2e-4 * work, (energy() - e0, work)
 
 
 def test_servo_reaches_target_pressure():
