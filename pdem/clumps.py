@@ -281,11 +281,8 @@ def add(sim, positions, template, material, orientations, velocities, angular_ve
     from . import shapes, validate
     if sim.domain.dim != 3:
         raise InputError("add_clumps: clumps need a 3D domain, got dim=%d" % sim.domain.dim)
-    sim._shapes_supported("add_clumps")
+    shapes.check_adding(sim, "add_clumps", SHAPE)
     k = template_index(sim.templates, template)
-    if present(sim, (1, 2)):
-        raise InputError("add_clumps: clumps and ellipsoids in one simulation are not "
-                         "available yet (no clump-ellipsoid contact)")
     pos = validate.vectors("positions", positions, 3)
     q = shapes.orientations(orientations, len(pos))
     sim._check_size("template bounding radius", np.full(len(pos), sim.templates.props[k, 4]))

@@ -285,7 +285,7 @@ def add(sim, positions, template, material, orientations, velocities, angular_ve
     if sim.domain.dim != 3:
         raise InputError("add_polyhedra: polyhedra need a 3D domain, got dim=%d"
                          % sim.domain.dim)
-    sim._shapes_supported("add_polyhedra")
+    shapes.check_adding(sim, "add_polyhedra", SHAPE_CODE)
     pos = validate.vectors("positions", positions, 3)
     n = len(pos)
     q = shapes.orientations(orientations, n)
@@ -323,7 +323,7 @@ def add_2d(sim, positions, template, material, angles, velocities, angular_veloc
     if sim.domain.dim != 2:
         raise InputError("add_polygons: polygons need a 2D domain, got dim=%d (in 3D: "
                          "add_polyhedra)" % sim.domain.dim)
-    sim._shapes_supported("add_polygons")
+    shapes.check_adding(sim, "add_polygons", POLYGON_CODE)
     pos = validate.vectors("positions", positions, 3, also=2)
     n = len(pos)
     theta = shapes.angles(angles, n, "polygon")

@@ -13,6 +13,7 @@ import numpy as np
 
 from ._kernels import rigid_body
 from . import clumps
+from .contact.flags import NO_RATCH
 from .errors import InputError
 from .particles import SHAPES, ellipsoid_mass
 
@@ -82,6 +83,57 @@ def fill_ellipsoids(new, axes, q, density, threads):
     new["inertia"][:] = moments.min(axis=1)
     rigid_body.angmom_from_angvel(q, np.ascontiguousarray(new["angvel"]), moments,
                                   new["angmom"], threads)
+
+
+# What each non-sphere shape touches besides planes and spheres (the rest is refused
+# with one line; docs/ellipsoids.md, clumps.md, polyhedra.md), and the other non-sphere
+# shapes it shares a simulation with (their pair contacts exist).
+TOUCHES = {SHAPES["ellipsoid"]: ("mesh walls",), SHAPES["ellipse"]: ("boundary segments",),
+           SHAPES["clump"]: (), SHAPES["polyhedron"]: (), SHAPES["polygon"]: ()}
+MIXES = {SHAPES["ellipsoid"]: {SHAPES["polyhedron"]}, SHAPES["ellipse"]: {SHAPES["polygon"]},
+         SHAPES["clump"]: set(), SHAPES["polyhedron"]: {SHAPES["ellipsoid"]},
+         SHAPES["polygon"]: {SHAPES["ellipse"]}}
+NAMES = {code: name for name, code in SHAPES.items()}
+
+
+def present(sim):
+    """The non-sphere shape codes of the simulation (collective when sim.shapes)."""
+    if not sim.shapes:
+        return set()
+    st = sim.store
+    have = np.zeros(len(SHAPES))
+    have[np.unique(st.shape[:st.n_own])] = 1.0
+    return set(np.flatnonzero(sim.collective.max(have)).tolist()) - {SHAPES["sphere"]}
+
+
+def check_touches(sim, what, walls, codes=None):
+    """One InputError line when a non-sphere shape of `codes` (default: those present)
+    cannot touch `walls` ("mesh walls", "boundary segments", "region walls", "bonds")."""
+    for code in sorted(present(sim) if codes is None else codes):
+        if walls not in TOUCHES[code]:
+            raise InputError("%s: contacts of %s particles with %s are not available yet"
+                             % (what, NAMES[code], walls))
+
+
+def check_adding(sim, what, code):
+    """Refuse adding particles of shape `code` where their contacts are not wired: the
+    scheme, no_ratch, the walls and bonds of the scene, other non-sphere shapes."""
+    if sim.scheme.name != "explicit":
+        raise InputError("%s: scheme %r does not support %s particles (use the explicit "
+                         "scheme)" % (what, sim.scheme.name, NAMES[code]))
+    if sim.flags & NO_RATCH:
+        raise InputError("%s: no_ratch=True does not apply to %s particles (its branch "
+                         "vectors r n assume the contact point on the line of centres); use "
+                         "no_ratch=False" % (what, NAMES[code]))
+    for walls, count in (("mesh walls", len(sim.mesh_walls)),
+                         ("boundary segments", len(sim.segments) + len(sim.points)),
+                         ("region walls", len(sim.region_walls)),
+                         ("bonds", int(sim.interactions["bond"].any))):
+        if count:
+            check_touches(sim, what, walls, {code})
+    for other in sorted(present(sim) - {code} - MIXES[code]):
+        raise InputError("%s: %s and %s particles in one simulation are not available yet "
+                         "(no contact between them)" % (what, NAMES[code], NAMES[other]))
 
 
 def refuse(sim, idx, what):
@@ -243,7 +295,7 @@ def rotational_energy(store, dt):
     return 0.5 * float(np.sum(bm * bp / store.inertia_body[idx]))
 
 
-def timestep_radii(store, n):
+def timestep_radii(store, n, templates):
     """Radii of the owned particles 0..n-1 for the time-step check: (small, large). A
     sphere: r, r. A non-sphere: small = its smallest semi-axis, for the Rayleigh time
     (Hertz): pressed on its flattest side (R_e = a1 a2 / a3 with a1 >= a2 >= a3, m =
@@ -252,10 +304,20 @@ def timestep_radii(store, n):
     time of a3 does not overestimate the step (the bounding radius a1 would, by (a1 /
     a3)^(5/4) (a3^2 / (a1 a2))^(1/4) in frequency). large = the largest equivalent
     radius of its contacts (R_e against a plane, the largest), a1 a2 / a3 (an ellipse:
-    its largest radius of curvature a1^2 / a2), for a radius-dependent k_n."""
+    its largest radius of curvature a1^2 / a2), for a radius-dependent k_n. A clump:
+    its smallest member sphere (its contacts are those of its members); a polyhedron:
+    its bounding radius (what its law takes)."""
     small = store.radius[:n].copy()
     large = small.copy()
-    ell = np.flatnonzero(store.shape[:n] != 0)
+    clump = np.flatnonzero(store.shape[:n] == SHAPES["clump"])
+    if len(clump):
+        offsets, spheres = templates.table("spheres")
+        member_min = np.full(len(templates), np.inf)
+        np.minimum.at(member_min, np.repeat(np.arange(len(templates)), np.diff(offsets)),
+                      spheres[:, 3])
+        small[clump] = member_min[store.template[clump]]
+    ell = np.flatnonzero((store.shape[:n] == SHAPES["ellipsoid"]) |
+                         (store.shape[:n] == SHAPES["ellipse"]))
     if len(ell):
         a = -np.sort(-store.semi_axes[ell], axis=1)     # descending
         flat = store.shape[ell] == SHAPES["ellipse"]

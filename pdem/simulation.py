@@ -42,7 +42,7 @@ from .materials import MaterialTable
 from .parallel.decomposition import Decomposition
 from .parallel.ghosts import GhostExchange, wrap
 from .parallel.migration import migrate
-from .particles import (DOF_BITS, ParticleStore, empty_fields, mass_and_inertia,
+from .particles import (DOF_BITS, SHAPES, ParticleStore, empty_fields, mass_and_inertia,
                         spatial_permutation)
 from .scheme import Explicit, Scheme
 from .shape_templates import ShapeTemplates
@@ -210,7 +210,7 @@ class Simulation:
         if self.domain.dim != 3:
             raise InputError("add_ellipsoids: ellipsoids need a 3D domain, got dim=%d (in 2D: "
                              "add_ellipses)" % self.domain.dim)
-        self._shapes_supported("add_ellipsoids")
+        shapes.check_adding(self, "add_ellipsoids", SHAPES["ellipsoid"])
         pos = validate.vectors("positions", positions, 3)
         n = len(pos)
         axes = shapes.semi_axes(semi_axes, n)
@@ -234,7 +234,7 @@ class Simulation:
         if self.domain.dim != 2:
             raise InputError("add_ellipses: ellipses need a 2D domain, got dim=%d (in 3D: "
                              "add_ellipsoids)" % self.domain.dim)
-        self._shapes_supported("add_ellipses")
+        shapes.check_adding(self, "add_ellipses", SHAPES["ellipse"])
         pos = validate.vectors("positions", positions, 3, also=2)
         n = len(pos)
         axes = shapes.semi_axes(semi_axes, n, width=2)
@@ -287,26 +287,6 @@ class Simulation:
         (docs/polyhedra.md). Collective."""
         return polyhedra.add_2d(self, positions, template, material, angles, velocities,
                                 angular_velocities)
-
-    def _shapes_supported(self, what):
-        """Refuse non-spheres where they are not wired yet (docs/ellipsoids.md)."""
-        if self.scheme.name != "explicit":
-            raise InputError("%s: scheme %r does not support ellipsoids, ellipses or clumps "
-                             "(use the explicit scheme)" % (what, self.scheme.name))
-        if self.flags & NO_RATCH:
-            raise InputError("%s: no_ratch=True does not apply to ellipsoids, ellipses or clumps "
-                             "(its branch vectors r n assume the contact point on the line of "
-                             "centres); use no_ratch=False" % what)
-        for kind, count in (("mesh walls", len(self.mesh_walls) if self.domain.dim == 2 else 0),
-                            ("boundary segments", (len(self.segments) + len(self.points))
-                             if self.domain.dim == 3 else 0),
-                            ("region walls", len(self.region_walls)),
-                            ("bonds", int(self.interactions["bond"].any))):
-            if count:
-                raise InputError("%s: contacts with %s are not available yet" % (what, kind))
-        if what != "add_clumps" and clumps.present(self, (clumps.SHAPE,)):
-            raise InputError("%s: ellipsoids and clumps in one simulation are not available "
-                             "yet (no clump-ellipsoid contact)" % what)
 
     def _check_size(self, name, r):
         length = self.domain.length[:self.domain.dim]
@@ -464,8 +444,7 @@ class Simulation:
         joint of segments is no bump). Returns the segment indices. Collective."""
         self.collective.same("add_segments", x0=x0, x1=x1, material=material,
                              end_points=end_points)
-        if self.domain.dim == 3:
-            self._no_shapes("add_segments", "boundary segments in 3D")
+        shapes.check_touches(self, "add_segments", "boundary segments")
         x0, m = self._wall_points("add_segments", "x0", x0, material)
         x1, _ = self._wall_points("add_segments", "x1", x1, material, len(x0))
         zero = np.flatnonzero(np.all(x1 == x0, axis=1))
@@ -484,8 +463,7 @@ class Simulation:
         already there are not repeated. Returns the indices of the points given.
         Collective."""
         self.collective.same("add_points", points=points, material=material)
-        if self.domain.dim == 3:
-            self._no_shapes("add_points", "boundary points in 3D")
+        shapes.check_touches(self, "add_points", "boundary segments")
         pts, m = self._wall_points("add_points", "points", points, material)
         new = self.points.new_points(pts)
         self.points.add(new, new, m.index)
@@ -529,9 +507,7 @@ class Simulation:
                 raise InputError("add_mesh_wall %r: the mesh (box %s..%s) lies entirely outside "
                                  "the domain %s..%s" % (name or mesh.name, fmt(lo), fmt(hi),
                                                         fmt(self.domain.lo), fmt(self.domain.hi)))
-        if self.shapes and self.domain.dim == 2:
-            raise InputError("add_mesh_wall: contacts of ellipses with mesh walls are not "
-                             "available (mesh walls touch 3D ellipsoids)")
+        shapes.check_touches(self, "add_mesh_wall", "mesh walls")
         idx = self.mesh_walls.add(mesh, m.index, mode, cutoff_angle, velocity, angular_velocity,
                                   reference_point, vertex_velocities, name)
         self._scene_changed()
@@ -545,7 +521,7 @@ class Simulation:
         signed distance), normal -grad f / |grad f|, the plane law of the material pair
         (pdem/contact/region_walls.py). Returns the wall index. Collective."""
         self.collective.same("add_region_wall", region=type(region).__name__, material=material)
-        self._no_shapes("add_region_wall", "region walls")
+        shapes.check_touches(self, "add_region_wall", "region walls")
         m = self.materials.get(material)
         idx = self.region_walls.add(region, m.index)
         self._scene_changed()
@@ -577,14 +553,8 @@ class Simulation:
         self._checked_dt = False
         return m
 
-    def _no_shapes(self, what, walls):
-        """Refuse walls or bonds that ellipsoids and ellipses cannot touch yet."""
-        if self.shapes:
-            raise InputError("%s: contacts of ellipsoids or ellipses with %s (nor of clumps) are "
-                             "not available yet" % (what, walls))
-
     def _bonds_supported(self):
-        self._no_shapes("bonds", "bonds")
+        shapes.check_touches(self, "bonds", "bonds")
         if not isinstance(self.scheme, Explicit):
             raise InputError("bonds: the %s scheme does not support bonds (use the explicit "
                              "scheme)" % self.scheme.name)

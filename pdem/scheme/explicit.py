@@ -172,7 +172,7 @@ def check_timestep(sim):
         return
     # per material over all ranks: smallest mass, smallest and largest radius
     stats = np.full((3, nmat), np.inf)
-    small, large = (timestep_radii(st, n) if sim.shapes else (st.radius[:n], st.radius[:n]))
+    small, large = (timestep_radii(st, n, sim.templates) if sim.shapes else (st.radius[:n], st.radius[:n]))
     for mi in np.unique(st.material[:n]):
         sel = st.material[:n] == mi
         stats[:, mi] = (st.mass[:n][sel].min(), small[sel].min(), -large[sel].max())

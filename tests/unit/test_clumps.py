@@ -122,7 +122,8 @@ def test_unsupported_combinations_are_refused():
     m = sim.material("m", density=1000.0, kn=1e3)
     k = sim.clump_template([[0, 0, 0], [0.05, 0, 0]], 0.04)
     sim.add_clumps([[0.5, 0.5, 0.5]], k, m)
-    with pytest.raises(pdem.InputError, match="add_ellipsoids: ellipsoids and clumps"):
+    with pytest.raises(pdem.InputError, match="add_ellipsoids: ellipsoid and clump particles "
+                                              "in one simulation"):
         sim.add_ellipsoids([[0.2, 0.2, 0.2]], [0.03, 0.02, 0.01], m)
     nscd = pdem.Simulation(pdem.Domain((0, 0, 0), (1, 1, 1)), dt=1e-4, scheme=pdem.NSCD())
     nscd.material("m", density=1000.0)
@@ -132,6 +133,23 @@ def test_unsupported_combinations_are_refused():
 
 
 # ------------------------------------------------------------------- in the engine
+def test_hertz_time_step_of_a_clump_is_that_of_its_smallest_member():
+    """Its members' contacts are Hertz contacts of the member radii: the Rayleigh time
+    pi r sqrt(rho / G) / (0.1631 nu + 0.8766) of the smallest member bounds dt."""
+    def rayleigh(r, young=5e6, nu=0.3, rho=1000.0):
+        return np.pi * r * np.sqrt(rho * 2 * (1 + nu) / young) / (0.1631 * nu + 0.8766)
+    for dt, ok in ((0.9 * rayleigh(0.01), True), (1.1 * rayleigh(0.01), False)):
+        sim = box(dt=dt)
+        m = sim.material("m", density=1000.0, law="hertz", young=5e6, poisson=0.3)
+        sim.add_clumps([[0.5, 0.5, 0.5]], sim.clump_template([[0, 0, 0], [0.05, 0, 0]],
+                                                             [0.04, 0.01]), m)
+        if ok:
+            sim.run(steps=1)
+        else:
+            with pytest.raises(pdem.InputError, match="above the critical time step"):
+                sim.run(steps=1)
+
+
 def oblique(kind, law):
     """Two spheres r = 0.05 (or one-sphere clumps) colliding obliquely on a plane, with
     friction and damping, spinning."""
@@ -303,16 +321,6 @@ def test_frames_carry_pose_and_member_spheres(tmp_path):
     expected = [0.5, 0.5, 0.5] + (centres - com) @ rot(q).T
     assert np.allclose(got, expected, atol=1e-12)
     assert 'Grid Name="members_000000"' in (tmp_path / "r.xdmf").read_text()
-
-
-def test_walls_and_bonds_after_clumps_are_refused():
-    sim = box(periodic=(False, False, False))
-    m = sim.material("m", density=1000.0, kn=1e3)
-    sim.add_clumps([[0.5, 0.5, 0.5]], sim.clump_template([[0, 0, 0], [0.05, 0, 0]], 0.04), m)
-    with pytest.raises(pdem.InputError, match="add_mesh_wall: contacts of .* with mesh walls "
-                                              r"\(nor of clumps\) are not available yet"):
-        sim.add_mesh_wall(np.array([[0, 0, 0.1], [1, 0, 0.1], [0, 1, 0.1]]),
-                          np.array([[0, 1, 2]]), m)
 
 
 def test_format_8_checkpoint_without_clump_kinds_restarts(tmp_path):

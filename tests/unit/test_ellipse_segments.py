@@ -95,6 +95,6 @@ def test_segments_with_ellipsoids_in_3d_are_refused():
     sim = pdem.Simulation(pdem.Domain((0, 0, 0), (1, 1, 1)), dt=1e-4)
     sim.material("m", density=1000.0, kn=1e3)
     sim.add_ellipsoids([[0.5, 0.5, 0.5]], [[0.1, 0.05, 0.02]], "m")
-    with pytest.raises(pdem.InputError, match="add_segments: contacts of ellipsoids or "
-                       "ellipses with boundary segments in 3D are not available"):
+    with pytest.raises(pdem.InputError, match="add_segments: contacts of ellipsoid particles "
+                       "with boundary segments are not available"):
         sim.add_segments([[0.1, 0.1, 0.1]], [[0.2, 0.1, 0.1]], "m")

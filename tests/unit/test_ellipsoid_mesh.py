@@ -223,13 +223,13 @@ def test_ellipses_and_mesh_walls_are_refused():
     sim = pdem.Simulation(pdem.Domain((0, 0), (1, 1), dim=2), dt=1e-4)
     sim.material("m", density=1000.0, kn=1e3)
     sim.add_ellipses([[0.5, 0.5]], [[0.1, 0.05]], "m")
-    with pytest.raises(pdem.InputError, match="add_mesh_wall: contacts of ellipses with mesh "
-                       "walls are not available"):
+    with pytest.raises(pdem.InputError, match="add_mesh_wall: contacts of ellipse particles with "
+                       "mesh walls are not available"):
         sim.add_mesh_wall(shapes.rectangle((0, 0), (1, 1), 0.0, 1), "m")
     sim = pdem.Simulation(pdem.Domain((0, 0), (1, 1), dim=2), dt=1e-4)
     sim.material("m", density=1000.0, kn=1e3)
     sim.add_mesh_wall(shapes.rectangle((0, 0), (1, 1), 0.0, 1), "m")
-    with pytest.raises(pdem.InputError, match="add_ellipses: contacts with mesh walls"):
+    with pytest.raises(pdem.InputError, match="add_ellipses: contacts of ellipse particles with mesh walls"):
         sim.add_ellipses([[0.5, 0.5]], [[0.1, 0.05]], "m")
 
 

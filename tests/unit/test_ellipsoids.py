@@ -67,8 +67,8 @@ def test_unit_quaternion_within_tolerance_is_normalized():
 
 @pytest.mark.parametrize("case,message", [
     ("2d", "ellipsoids need a 3D domain, got dim=2"),
-    ("nscd", "scheme 'nscd' does not support ellipsoids"),
-    ("no_ratch", "no_ratch=True does not apply to ellipsoids"),
+    ("nscd", "scheme 'nscd' does not support ellipsoid particles"),
+    ("no_ratch", "no_ratch=True does not apply to ellipsoid particles"),
 ])
 def test_unsupported_settings_are_refused(case, message):
     if case == "2d":
