@@ -39,17 +39,24 @@ def openmp_flags():
     return [], []
 
 
-def arch_flags():
-    """-march=native by default (3-operand AVX encodings; the kernels are built on the
-    machine that runs them). PDEM_MARCH=generic (or any -march value) overrides it.
-    Bitwise reproducibility does not depend on it: contraction to FMA is disabled
-    and no reassociation is allowed, so every operation rounds as written. Without FMA
-    and AVX-512 instructions too: GCC 12's vectorizer forms fused multiply-subtract-add
-    (vfmsubadd) from alternating add/sub lanes even with -ffp-contract=off (AVX-512
-    brings its own FMA forms), which made a body's result depend on the batch it was in
-    (the vector loop against its scalar remainder)."""
+# Kernels in which GCC 12 forms fused multiply-subtract-add (vfmsubadd) from alternating
+# add/sub lanes even with -ffp-contract=off: AVX-512 brings its own FMA forms, so
+# -mno-fma alone does not stop it, and a body's result then depends on whether it falls
+# in the vector loop or its scalar remainder (the batch it is in). These are built
+# without AVX-512; tests/unit/test_build.py checks that no kernel holds an FMA.
+NO_AVX512 = {"ellipsoid", "rigid_body"}
+
+
+def arch_flags(name):
+    """-march=native by default (the kernels are built on the machine that runs them;
+    the vector blocks of the contact kernels use AVX-512 where it exists).
+    PDEM_MARCH=generic (or any -march value) overrides it. Bitwise reproducibility does
+    not depend on it: contraction to FMA is disabled and no reassociation is allowed,
+    so every operation rounds as written."""
     march = os.environ.get("PDEM_MARCH", "native")
-    return [] if march == "generic" else ["-march=" + march, "-mno-fma", "-mno-avx512f"]
+    if march == "generic":
+        return []
+    return ["-march=" + march, "-mno-fma"] + (["-mno-avx512f"] if name in NO_AVX512 else [])
 
 
 debug = os.environ.get("PDEM_DEBUG", "0") == "1"
@@ -70,7 +77,8 @@ extensions = [
         # inline the L6Geom/law helpers (declared inline) into the contact loops
         extra_compile_args=["-O3", "-ffp-contract=off", "-fno-math-errno", "--param", "max-inline-insns-single=2000",
                             "--param", "large-function-growth=2000", "--param",
-                            "inline-unit-growth=1000"] + arch_flags() + omp_compile,
+                            "inline-unit-growth=1000"]
+        + arch_flags(os.path.splitext(os.path.basename(pyx))[0]) + omp_compile,
         extra_link_args=omp_link,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
