@@ -10,7 +10,7 @@ import numpy as np
 import pdem
 from pdem.io import ResultFile
 
-out = sys.argv[1] if len(sys.argv) > 1 else "clumps_results"
+out = sys.argv[1] if len(sys.argv) > 1 else "results/clumps"
 domain = pdem.Domain(lo=(0, 0, 0), hi=(0.12, 0.12, 0.25), periodic=(True, True, False))
 sim = pdem.Simulation(domain, dt=2e-5, gravity=(0, 0, -9.81))
 rock = sim.material("rock", density=2600, kn=2e4, restitution=0.3, friction=0.5,
