@@ -39,18 +39,26 @@ def _quaternion(R):
     return q / np.linalg.norm(q) * (1.0 if q[0] >= 0 else -1.0)
 
 
-def hull(points, name="vertices"):
-    """(vertices (m, 3), outward triangles (t, 3) int) of the convex hull of `points`."""
+def convex_hull(points, name, dim):
+    """(points as floats, scipy's ConvexHull of them) in `dim` dimensions; one InputError
+    line for bad points or points spanning no volume (3D) or area (2D)."""
     from scipy.spatial import ConvexHull, QhullError
     p = np.asarray(points, dtype=float)
-    if p.ndim != 2 or p.shape[1] != 3 or len(p) < 4 or not np.all(np.isfinite(p)):
-        raise InputError("%s must be (n >= 4, 3) finite points, got shape %s"
-                         % (name, p.shape))
+    if p.ndim != 2 or p.shape[1] != dim or len(p) < dim + 1 or not np.all(np.isfinite(p)):
+        raise InputError("%s must be (n >= %d, %d) finite points, got shape %s"
+                         % (name, dim + 1, dim, p.shape))
     try:
-        h = ConvexHull(p)
+        return p, ConvexHull(p)
     except QhullError:
-        raise InputError("%s: the points span no volume (coplanar or collinear); a convex "
-                         "polyhedron needs 4 points not in one plane" % name) from None
+        span = ("volume (coplanar or collinear); a convex polyhedron needs 4 points not in "
+                "one plane" if dim == 3 else
+                "area (collinear); a convex polygon needs 3 points not on one line")
+        raise InputError("%s: the points span no %s" % (name, span)) from None
+
+
+def hull(points, name="vertices"):
+    """(vertices (m, 3), outward triangles (t, 3) int) of the convex hull of `points`."""
+    p, h = convex_hull(points, name, 3)
     used = np.unique(h.simplices)
     remap = np.full(len(p), -1)
     remap[used] = np.arange(len(used))
@@ -198,16 +206,7 @@ class Polygon:
     ellipsoids) pair with it unchanged."""
 
     def __init__(self, vertices, name="vertices"):
-        from scipy.spatial import ConvexHull, QhullError
-        p = np.asarray(vertices, dtype=float)
-        if p.ndim != 2 or p.shape[1] != 2 or len(p) < 3 or not np.all(np.isfinite(p)):
-            raise InputError("%s must be (n >= 3, 2) finite points, got shape %s"
-                             % (name, p.shape))
-        try:
-            h = ConvexHull(p)
-        except QhullError:
-            raise InputError("%s: the points span no area (collinear); a convex polygon "
-                             "needs 3 points not on one line" % name) from None
+        p, h = convex_hull(vertices, name, 2)
         v = p[h.vertices]                                  # counter-clockwise
         x, y = v[:, 0], v[:, 1]
         xn, yn = np.roll(x, -1), np.roll(y, -1)
