@@ -4,14 +4,23 @@ solid fraction phi(I) at inertial numbers I = gamma_dot d / sqrt(P / rho), fitte
 mu(I) = mu_s + (mu_2 - mu_s) / (1 + I0 / I) (GDR MiDi 2004; Jop, Forterre & Pouliquen
 2006) and phi(I) = phi_c - b I.
 
-    python examples/rheology/simple_shear.py [--I 0.3 0.1 0.03] [--side 8] [--strain 3]
+    python examples/rheology/simple_shear.py [--I 0.3 0.1 0.01] [--side 10]
+        [--discard 1.0 0.3] [--window 1.0 ...] [--dt 1e-3] [--fresh] [--quick]
     mpirun -n 2 python -m mpi4py examples/rheology/simple_shear.py ...
 
-Units: d = 1 (mean diameter), rho = 1, P = 1; stiffness kn = kappa P d with kappa = 1e4.
-Each I starts from the same isotropically compressed packing (servo on xx, yy, zz),
-then shears with L_xy = I (gamma_dot = I sqrt(P/rho)/d) while a servo holds
-sigma_yy = -P (xx and zz fixed); mu and phi are averaged over strain 1 .. end.
-Writes rheology.npz, and with matplotlib rheology.png.
+Units: d = 1 (mean diameter), rho = 1, P = 1; Hooke contacts kn = kappa P d with
+kappa = 1e4 (kt: pdem's default), restitution 0.5; dt = 1e-3 is 13.7 steps of the
+shortest contact pi sqrt(m*/kn) (two d = 0.9 spheres). A gas is compressed
+isotropically to P (servo on xx, yy, zz), then sheared with L_xy = I while a servo
+holds sigma_yy = -P (xx and zz fixed). The I are run in the order given, each from the
+end of the previous one (continuation; --fresh: each from the packing): the first
+`discard` strain of each I is a transient (first value: the first I, second: the
+others), then mu and phi are time-averaged over `window` strain (one value, or one
+per I). Every step's stress and volume enter the averages; errors are standard errors
+of 10 block means of the window; `trend` is the change of a least-squares line over
+the window, to compare with the error (steady state: no trend).
+Writes <out>.npz (table, samples, fit), <out>.png with matplotlib. --quick: 216 spheres,
+I = 0.2 and 0.05, short windows (a smoke test of the machinery, tests/unit).
 """
 import argparse
 import json
@@ -23,15 +32,16 @@ from mpi4py import MPI
 import pdem
 
 P, KAPPA, MU_P, REST = 1.0, 1.0e4, 0.5, 0.5
+BLOCKS = 10
 
 
-def packing(side, seed, comm):
-    """A gas of side^3 spheres (d uniform in 0.9 .. 1.1) on a jittered grid, compressed
+def packing(side, seed, comm, dt=1e-3, steps=20000, max_rate=0.5):
+    """side^3 spheres (d uniform in 0.9 .. 1.1) from a jittered grid, compressed
     isotropically to P."""
     spacing = 1.15
     L = side * spacing
     dom = pdem.Domain((0, 0, 0), (L, L, L), periodic=(True, True, True))
-    sim = pdem.Simulation(dom, dt=5e-4, comm=comm)
+    sim = pdem.Simulation(dom, dt=dt, comm=comm)
     sim.material("g", density=1.0, kn=KAPPA * P, friction=MU_P, restitution=REST)
     rng = np.random.default_rng(seed)
     g = (np.arange(side) + 0.5) * spacing
@@ -39,96 +49,173 @@ def packing(side, seed, comm):
     pos = np.column_stack([x.ravel(), y.ravel(), z.ravel()]) + rng.uniform(-0.05, 0.05, (side ** 3, 3))
     sim.add_spheres(pos, 0.5 * rng.uniform(0.9, 1.1, side ** 3), "g",
                     velocities=rng.normal(0.0, 0.5, (side ** 3, 3)))
-    sim.cell.control(stress={"xx": -P, "yy": -P, "zz": -P}, max_rate=0.5)
+    sim.cell.control(stress={"xx": -P, "yy": -P, "zz": -P}, max_rate=max_rate)
+    sim.run(steps=steps)
     return sim
 
 
-def solid_fraction(sim):
+def solid_volume(sim):
     p = sim.particles(gather=True)
-    return float(np.sum(4.0 / 3.0 * np.pi * p["radius"] ** 3) / sim.cell.volume)
+    return float(np.sum(4.0 / 3.0 * np.pi * p["radius"] ** 3))
 
 
-def shear(sim, inertial, strain, every=200):
-    """Shear at L_xy = I with sigma_yy = -P; (I, mu, phi, their standard errors)."""
+class Sampler:
+    """Sums every step's cell stress and volume; closes a sample every `every` steps."""
+
+    def __init__(self, sim, every):
+        self.sim, self.every = sim, every
+        self.acc, self.n, self.rows = np.zeros(10), 0, []
+        sim.events.every(1, self, name="rheology-sampler")
+
+    def __call__(self, sim):
+        s = sim.cell.last_stress
+        self.acc += np.concatenate([s.ravel(), [sim.cell.volume]])
+        self.n += 1
+        if self.n == self.every:
+            self.rows.append(self.acc / self.n)
+            self.acc[:], self.n = 0.0, 0
+
+
+def block_stats(x):
+    """(mean, standard error of BLOCKS block means, change of a least-squares line over
+    the series)."""
+    x = np.asarray(x)
+    blocks = np.array([b.mean() for b in np.array_split(x, BLOCKS)])
+    slope = np.polyfit(np.arange(len(x)), x, 1)[0]
+    return x.mean(), blocks.std(ddof=1) / np.sqrt(BLOCKS), slope * len(x)
+
+
+def shear(sim, inertial, discard, window, samples=100):
+    """Shear at L_xy = I with sigma_yy = -P: discard, then average over window strain.
+    A dict of I, mu, phi, sigma_yy / -P, errors, trends, samples, CPU seconds."""
+    clock = time.process_time()
     sim.cell.control(stress={"yy": -P}, strain_rate={"xy": inertial}, max_rate=2.0 * inertial)
-    steps = int(round(strain / (inertial * sim.dt)))
-    mu, phi = [], []
-    for k in range(0, steps, every):
-        sim.run(steps=every)
-        gamma = (k + every) * sim.dt * inertial
-        if gamma >= 1.0:
-            s = sim.cell.last_stress
-            mu.append(-0.5 * (s[0, 1] + s[1, 0]) / -s[1, 1])
-            phi.append(solid_fraction(sim))
-    mu, phi = np.array(mu), np.array(phi)
-    return inertial, abs(mu.mean()), phi.mean(), mu.std() / np.sqrt(len(mu)), phi.std() / np.sqrt(len(phi))
+    rate = inertial * sim.dt                        # strain per step
+    sim.run(steps=int(round(discard / rate)))
+    steps = int(round(window / rate))
+    every = max(1, steps // samples)
+    sampler = Sampler(sim, every)
+    sim.run(steps=every * samples)
+    sim.events.cancel("rheology-sampler")
+    rows = np.array(sampler.rows)
+    sig = rows[:, :9].reshape(-1, 3, 3)
+    mu = -0.5 * (sig[:, 0, 1] + sig[:, 1, 0]) / -sig[:, 1, 1]
+    phi = solid_volume(sim) / rows[:, 9]
+    out = {"I": inertial, "discard": discard, "window": every * samples * rate,
+           "cpu": time.process_time() - clock, "mu_t": np.abs(mu), "phi_t": phi}
+    for name, x in (("mu", np.abs(mu)), ("phi", phi), ("p", -sig[:, 1, 1] / P)):
+        out[name], out[name + "_err"], out[name + "_trend"] = block_stats(x)
+    return out
 
 
 def law(i, mu_s, dmu, i0):
     return mu_s + dmu / (1.0 + i0 / i)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--I", type=float, nargs="+", default=[0.3, 0.1, 0.03])
-    ap.add_argument("--side", type=int, default=8)
-    ap.add_argument("--strain", type=float, default=3.0)
-    ap.add_argument("--out", default="rheology")
-    args = ap.parse_args()
-    comm = MPI.COMM_WORLD
-    clock = time.time()
-    base = packing(args.side, 1, comm)
-    base.run(steps=20000)
-    path = args.out + "-packed.h5"
-    base.checkpoint(path)
-    if comm.rank == 0:
-        print("packed: phi = %.4f, sigma = %s, %.0f s" % (
-            solid_fraction(base), np.diag(base.cell.last_stress).round(3), time.time() - clock),
-            flush=True)
-    rows = []
-    for inertial in args.I:
-        sim = pdem.restart(path, comm=comm)
-        rows.append(shear(sim, inertial, args.strain))
-        if comm.rank == 0:
-            print("I = %.4g: mu = %.4f +- %.4f, phi = %.4f +- %.4f (%.0f s)"
-                  % (rows[-1][0], rows[-1][1], rows[-1][3], rows[-1][2], rows[-1][4],
-                     time.time() - clock), flush=True)
-    rows = np.array(rows)
-    if comm.rank != 0:
-        return
-    fit = {}
-    if len(rows) >= 3:
-        from scipy.optimize import curve_fit
-        (mu_s, dmu, i0), _ = curve_fit(law, rows[:, 0], rows[:, 1], p0=(0.35, 0.3, 0.3),
-                                       sigma=np.maximum(rows[:, 3], 1e-3), maxfev=20000)
-        b, phi_c = np.polyfit(rows[:, 0], rows[:, 2], 1)
-        fit = {"mu_s": mu_s, "mu_2": mu_s + dmu, "I0": i0, "phi_c": phi_c, "b": -b}
-        print("fit: %s" % json.dumps({k: round(float(v), 4) for k, v in fit.items()}))
-    np.savez(args.out + ".npz", rows=rows, **fit)
+def fit(rows):
+    """mu(I) (weighted by the errors) and phi = phi_c - b I, scipy curve_fit; parameters
+    and their standard errors."""
+    from scipy.optimize import curve_fit
+    i = np.array([r["I"] for r in rows])
+    mu = np.array([r["mu"] for r in rows])
+    mu_err = np.maximum([r["mu_err"] for r in rows], 1e-4)
+    phi = np.array([r["phi"] for r in rows])
+    phi_err = np.maximum([r["phi_err"] for r in rows], 1e-5)
+    (mu_s, dmu, i0), cov = curve_fit(law, i, mu, p0=(0.35, 0.3, 0.3), sigma=mu_err,
+                                     maxfev=20000)
+    e = np.sqrt(np.diag(cov))
+    (phi_c, b), cov2 = curve_fit(lambda x, c, b: c - b * x, i, phi, sigma=phi_err)
+    e2 = np.sqrt(np.diag(cov2))
+    return {"mu_s": mu_s, "mu_s_err": e[0], "mu_2": mu_s + dmu,
+            "mu_2_err": np.sqrt(cov[0, 0] + cov[1, 1] + 2 * cov[0, 1]), "I0": i0,
+            "I0_err": e[2], "phi_c": phi_c, "phi_c_err": e2[0], "b": b, "b_err": e2[1]}
+
+
+def plot(rows, f, out):
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         return
+    i = np.array([r["I"] for r in rows])
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.6))
-    a1.errorbar(rows[:, 0], rows[:, 1], rows[:, 3], fmt="o", label="pdem, mu_p = 0.5")
-    ii = np.logspace(-3, 0, 100)
-    if fit:
-        a1.plot(ii, law(ii, fit["mu_s"], fit["mu_2"] - fit["mu_s"], fit["I0"]), label="fit")
+    a1.errorbar(i, [r["mu"] for r in rows], [r["mu_err"] for r in rows], fmt="o",
+                label="pdem, mu_p = 0.5")
+    ii = np.logspace(np.log10(min(i)) - 0.3, 0, 100)
+    if f:
+        a1.plot(ii, law(ii, f["mu_s"], f["mu_2"] - f["mu_s"], f["I0"]),
+                label="fit: mu_s %.3f, mu_2 %.3f, I0 %.3f" % (f["mu_s"], f["mu_2"], f["I0"]))
     a1.plot(ii, law(ii, 0.383, 0.26, 0.279), "--", label="Jop et al. 2006 (glass beads)")
     a1.set_xscale("log")
     a1.set_xlabel("I")
     a1.set_ylabel("mu = |tau| / P")
     a1.legend(fontsize="small")
-    a2.errorbar(rows[:, 0], rows[:, 2], rows[:, 4], fmt="o")
-    if fit:
-        a2.plot(ii, fit["phi_c"] - fit["b"] * ii)
+    a2.errorbar(i, [r["phi"] for r in rows], [r["phi_err"] for r in rows], fmt="o")
+    if f:
+        a2.plot(ii, f["phi_c"] - f["b"] * ii,
+                label="phi_c - b I: phi_c %.4f, b %.3f" % (f["phi_c"], f["b"]))
+        a2.legend(fontsize="small")
     a2.set_xscale("log")
     a2.set_xlabel("I")
     a2.set_ylabel("phi")
     fig.tight_layout()
-    fig.savefig(args.out + ".png", dpi=120)
+    fig.savefig(out + ".png", dpi=120)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--I", type=float, nargs="+", default=[0.3, 0.1, 0.03])
+    ap.add_argument("--side", type=int, default=10)
+    ap.add_argument("--dt", type=float, default=1e-3)
+    ap.add_argument("--discard", type=float, nargs=2, default=[1.0, 0.3],
+                    help="transient strain: first I, the others")
+    ap.add_argument("--window", type=float, nargs="+", default=[1.0],
+                    help="averaging strain: one value, or one per I")
+    ap.add_argument("--fresh", action="store_true", help="each I from the packing")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default="rheology")
+    args = ap.parse_args(argv)
+    pack_steps = 20000
+    if args.quick:
+        args.I, args.side, args.discard, args.window = [0.2, 0.05], 6, [0.3, 0.1], [0.2]
+        pack_steps = 4000
+    windows = args.window * len(args.I) if len(args.window) == 1 else args.window
+    if len(windows) != len(args.I):
+        raise SystemExit("--window: one value or one per I")
+    comm = MPI.COMM_WORLD
+    clock = time.process_time()
+    sim = packing(args.side, 1, comm, args.dt, pack_steps)
+    path = args.out + "-packed.h5"
+    if args.fresh:
+        sim.checkpoint(path)
+    say = print if comm.rank == 0 else (lambda *a, **k: None)
+    say("packed: N = %d, phi = %.4f, sigma = %s, cell %.2f d, %.0f s CPU" % (
+        args.side ** 3, solid_volume(sim) / sim.cell.volume,
+        np.diag(sim.cell.last_stress).round(3), sim.cell.volume ** (1 / 3),
+        time.process_time() - clock), flush=True)
+    rows = []
+    for k, (inertial, window) in enumerate(zip(args.I, windows)):
+        if args.fresh and k:
+            sim = pdem.restart(path, comm=comm)
+        r = shear(sim, inertial, args.discard[0 if (k == 0 or args.fresh) else 1], window)
+        rows.append(r)
+        say("I = %.4g: mu = %.4f +- %.4f (trend %+.4f), phi = %.4f +- %.4f (trend %+.4f), "
+            "sigma_yy/-P = %.4f, strain %.2f + %.2f, %.0f s CPU" % (
+                inertial, r["mu"], r["mu_err"], r["mu_trend"], r["phi"], r["phi_err"],
+                r["phi_trend"], r["p"], r["discard"], r["window"], r["cpu"]), flush=True)
+        if comm.rank == 0:
+            np.savez(args.out + ".npz", rows=json.dumps(rows, default=lambda a: np.asarray(a).tolist()))
+    if comm.rank != 0:
+        return rows, {}
+    f = fit(rows) if len(rows) >= 4 else {}
+    if f:
+        say("fit: %s" % json.dumps({k: round(float(v), 4) for k, v in f.items()}))
+    np.savez(args.out + ".npz", rows=json.dumps(rows, default=lambda a: np.asarray(a).tolist()),
+             fit=json.dumps({k: float(v) for k, v in f.items()}))
+    if not args.quick:
+        plot(rows, f, args.out)
+    return rows, f
 
 
 if __name__ == "__main__":

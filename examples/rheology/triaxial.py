@@ -25,8 +25,7 @@ def main():
     ap.add_argument("--side", type=int, default=8)
     ap.add_argument("--out", default="triaxial")
     args = ap.parse_args()
-    sim = packing(args.side, 1, MPI.COMM_WORLD)
-    sim.run(steps=20000)
+    sim = packing(args.side, 1, MPI.COMM_WORLD, dt=5e-4)
     sim.cell.control(stress={"yy": -P, "zz": -P}, strain_rate={"xx": -args.rate},
                      max_rate=10 * args.rate)
     h0, v0 = sim.cell.matrix[0, 0], sim.cell.volume
