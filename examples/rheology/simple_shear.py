@@ -20,7 +20,7 @@ per I). Every step's stress and volume enter the averages; errors are standard e
 of 10 block means of the window; `trend` is the change of a least-squares line over
 the window, to compare with the error (steady state: no trend).
 Writes <out>.npz (table, samples, fit), <out>.png with matplotlib. --quick: 216 spheres,
-I = 0.2 and 0.05, short windows (a smoke test of the machinery, tests/unit).
+I = 0.05 then 0.3, short windows (a smoke test of the machinery, tests/unit).
 """
 import argparse
 import json
@@ -87,7 +87,8 @@ def block_stats(x):
 
 def shear(sim, inertial, discard, window, samples=100):
     """Shear at L_xy = I with sigma_yy = -P: discard, then average over window strain.
-    A dict of I, mu, phi, sigma_yy / -P, errors, trends, samples, CPU seconds."""
+    A dict of I, mu, phi, p = sigma_yy / -P, skew = (sigma_xy - sigma_yx) / P, their
+    errors and trends, the samples, CPU seconds."""
     clock = time.process_time()
     sim.cell.control(stress={"yy": -P}, strain_rate={"xy": inertial}, max_rate=2.0 * inertial)
     rate = inertial * sim.dt                        # strain per step
@@ -103,7 +104,8 @@ def shear(sim, inertial, discard, window, samples=100):
     phi = solid_volume(sim) / rows[:, 9]
     out = {"I": inertial, "discard": discard, "window": every * samples * rate,
            "cpu": time.process_time() - clock, "mu_t": np.abs(mu), "phi_t": phi}
-    for name, x in (("mu", np.abs(mu)), ("phi", phi), ("p", -sig[:, 1, 1] / P)):
+    skew = (sig[:, 0, 1] - sig[:, 1, 0]) / P          # torque balance: 0 on average
+    for name, x in (("mu", np.abs(mu)), ("phi", phi), ("p", -sig[:, 1, 1] / P), ("skew", skew)):
         out[name], out[name + "_err"], out[name + "_trend"] = block_stats(x)
     return out
 
@@ -178,7 +180,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     pack_steps = 20000
     if args.quick:
-        args.I, args.side, args.discard, args.window = [0.2, 0.05], 6, [0.3, 0.1], [0.2]
+        args.I, args.side, args.discard, args.window = [0.05, 0.3], 6, [0.15, 0.3], [0.25]
         pack_steps = 4000
     windows = args.window * len(args.I) if len(args.window) == 1 else args.window
     if len(windows) != len(args.I):
