@@ -88,15 +88,15 @@ def stress(sim, region=None, volume=None, kinetic=True):
     if not (np.isfinite(volume) and volume > 0):
         raise InputError("stress: volume must be a positive number, got %r" % (volume,))
     moment, _ = _moments(sim)
-    inside = np.ones(n, bool) if region is None else region(st.pos[:n]) <= 0.0
-    mass = st.mass[:n][inside]
-    vel = sim.cell.fluctuation(st.pos[:n][inside], st.vel[:n][inside])
+    inside = np.arange(n) if region is None else np.flatnonzero(region(st.pos[:n]) <= 0.0)
+    cell = sim.cell
     # one exact sum over particles and ranks (the same bits on any partition: a
-    # deforming cell's servo feeds on it): the moments, momentum, mass, second moment of
-    # velocity
-    mv = mass[:, None] * vel
-    sums = exact_sum(sim.collective, np.column_stack([
-        moment[inside].reshape(-1, 9), mv, mass, (mv[:, :, None] * vel[:, None, :]).reshape(-1, 9)]))
+    # deforming cell's servo feeds on it) of the rows: the moments, momentum, mass,
+    # second moment of the velocity without the mean field (pyx/analysis.pyx)
+    rows, big = _a.stress_rows(moment.reshape(n, 9), inside.astype(np.int64), st.mass, st.pos,
+                               st.vel, np.ascontiguousarray(cell.applied_gradient, float),
+                               np.asarray(cell.origin, float), cell.deforming)
+    sums = exact_sum(sim.collective, rows, big)
     total = sums[:9].reshape(3, 3)
     if kinetic and sums[12] > 0:
         mean = sums[9:12] / sums[12]
@@ -105,15 +105,18 @@ def stress(sim, region=None, volume=None, kinetic=True):
     return total / volume
 
 
-def exact_sum(collective, rows):
+def exact_sum(collective, rows, big=None):
     """Column sums of `rows` (n, k) over every rank's rows, the same bits however the rows
     are split over ranks: each value is cut at a column scale 2^e (e from the column's
     largest |value| over ranks) into two integers of 40 bits, x 2^(40 - e) = hi + lo
     2^-40 + (below 2^-80 of the largest value: dropped), which sum exactly in int64 (up
-    to 2^23 rows). Two reductions."""
+    to 2^23 rows). big: this rank's largest |value| per column, if known. Two
+    reductions."""
     rows = np.asarray(rows, float).reshape(len(rows), -1)
     k = rows.shape[1]
-    big = collective.max(np.abs(rows).max(axis=0) if len(rows) else np.zeros(k))
+    if big is None:
+        big = np.abs(rows).max(axis=0) if len(rows) else np.zeros(k)
+    big = collective.max(big)
     e = np.frexp(big)[1].astype(np.int64)
     ints = collective.sum(_a.exact_limbs(np.ascontiguousarray(rows), e))
     return np.ldexp(ints[:k].astype(float) + np.ldexp(ints[k:].astype(float), -40), e - 40)

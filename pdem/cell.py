@@ -295,11 +295,10 @@ class Cell:
         # box does too
 
     # ------------------------------------------------------------------ stress, control
-    def fluctuation(self, pos, vel):
-        """v - L (x - lo): the velocity without the mean field."""
-        if not self.deforming:
-            return vel
-        return vel - apply(self._applied, pos - self.origin)
+    @property
+    def applied_gradient(self):
+        """The L the particle velocities carry (their mean field L (x - lo))."""
+        return self._applied
 
     def control(self, stress=None, strain_rate=None, max_rate=None, gain=None, relax=0.02):
         """A servo on L per component (Yade's PeriTriaxController): each component of

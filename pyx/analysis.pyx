@@ -77,3 +77,42 @@ def exact_limbs(const double[:, ::1] rows, const long[::1] e):
                 out[j] += <long>h
                 out[k + j] += <long>trunc((s - h) * two40)
     return out_arr
+
+
+def stress_rows(const double[:, ::1] moment, const long[::1] rows_of,
+                const double[::1] mass, const double[:, ::1] pos, const double[:, ::1] vel,
+                const double[:, ::1] grad, const double[::1] origin, bint fluctuate):
+    """The rows of the exact stress sum (pdem.analysis.stress) of the particles rows_of,
+    in one pass: moment (9), m v' (3), m (1), m v'_i v'_j (9), with v' = v - grad (x - lo)
+    if fluctuate (a deforming cell: the operations of pdem.cell.apply, in its order),
+    else v. Returns (rows (m, 22), the largest |value| of each column)."""
+    cdef Py_ssize_t m = rows_of.shape[0], k, i, j, p
+    out_arr = np.empty((m, 22))
+    big_arr = np.zeros(22)
+    cdef double[:, ::1] out = out_arr
+    cdef double[::1] big = big_arr
+    cdef double dx[3], v[3], mv[3], w
+    with nogil:
+        for k in range(m):
+            p = rows_of[k]
+            for i in range(3):
+                v[i] = vel[p, i]
+            if fluctuate:
+                for i in range(3):
+                    dx[i] = pos[p, i] - origin[i]
+                for i in range(3):
+                    v[i] = v[i] - ((dx[0] * grad[i, 0] + dx[1] * grad[i, 1]) + dx[2] * grad[i, 2])
+            for i in range(9):
+                out[k, i] = moment[p, i]
+            for i in range(3):
+                mv[i] = mass[p] * v[i]
+                out[k, 9 + i] = mv[i]
+            out[k, 12] = mass[p]
+            for i in range(3):
+                for j in range(3):
+                    out[k, 13 + 3 * i + j] = mv[i] * v[j]
+            for i in range(22):
+                w = out[k, i] if out[k, i] >= 0.0 else -out[k, i]
+                if w > big[i] or w != w:           # NaN propagates, as np.max does
+                    big[i] = w
+    return out_arr, big_arr
