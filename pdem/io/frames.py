@@ -433,6 +433,9 @@ class ResultFile:
         walls = {k: len(v) for k, v in arrays.items()}
         if self._walls is None:
             self._walls = walls
+        elif (set(walls) - set(self._walls) == set(CELL_SERIES)
+              and all(walls[k] == n for k, n in self._walls.items())):
+            self._add_cell_series(walls)        # the cell began to deform after row 0
         elif self._walls != walls:
             raise InputError("write_series: the number of walls changed from %r to %r; the "
                              "series of a file keeps one set of walls" % (self._walls, walls))
@@ -440,6 +443,32 @@ class ResultFile:
         if len(self._pending) >= self.series_buffer:
             self._flush_series()
         self._tick(clock)
+
+    def _add_cell_series(self, walls):
+        """The cell began to deform after the first rows: its series start now, the rows
+        before hold the fixed box (H = diag(lengths), L = 0, work 0; the stress was not
+        computed then: NaN). Collective."""
+        self._flush_series()
+        self._walls = walls
+        if "series" not in self.h5:
+            return
+        n = self.n_series
+        before = {"cell_matrix": np.diag(self.sim.cell.length0),
+                  "cell_velocity_gradient": np.zeros((3, 3)),
+                  "cell_stress": np.full((3, 3), np.nan)}
+        s = self.h5["series"]
+        s.create_dataset("cell_work", (n,), dtype=np.float64, maxshape=(None,), chunks=(1024,))
+        s["cell_work"].attrs["unit"] = "M L^2/T^2"
+        self._write(s["cell_work"], 0, np.zeros(n if self.comm.rank == 0 else 0))
+        for name, value in before.items():
+            self._series_dataset(s, name, 3, n)
+            self._write(s[name], 0, np.tile(value, (n if self.comm.rank == 0 else 0, 1, 1)))
+
+    def _series_dataset(self, s, name, width, rows=0):
+        """A (rows, width, 3) series dataset of the walls or the cell, extensible."""
+        s.create_dataset(name, (rows, width, 3), dtype=np.float64, maxshape=(None, None, 3),
+                         chunks=(max(1, 1024 // max(1, width)), max(1, width), 3))
+        s[name].attrs["unit"] = dict(WALL_SERIES, **CELL_SERIES)[name]
 
     def _flush_series(self):
         """Write the pending rows (collective: every rank has the same pending rows;
@@ -449,18 +478,13 @@ class ResultFile:
         scalars = dict(SERIES, **{k: (np.float64, "") for k in self.series_extra})
         if "cell_matrix" in self._walls:
             scalars["cell_work"] = (np.float64, "M L^2/T^2")
-        units = dict(WALL_SERIES, **CELL_SERIES)
         if "series" not in self.h5:
             s = self.h5.create_group("series")
             for name, (dtype, unit) in scalars.items():
                 s.create_dataset(name, (0,), dtype=dtype, maxshape=(None,), chunks=(1024,))
                 s[name].attrs["unit"] = unit
-            for name in self._walls:
-                unit = units[name]
-                width = max(1, self._walls[name])   # chunks must not be empty: no walls is legal
-                s.create_dataset(name, (0, self._walls[name], 3), dtype=np.float64,
-                                 maxshape=(None, None, 3), chunks=(max(1, 1024 // width), width, 3))
-                s[name].attrs["unit"] = unit
+            for name in self._walls:     # chunks must not be empty: no walls is legal
+                self._series_dataset(s, name, self._walls[name])
         s, row, root = self.h5["series"], self.n_series, self.comm.rank == 0
         rows = self._pending if root else []
         total = row + len(self._pending)

@@ -205,7 +205,7 @@ def test_servo_reaches_target_pressure():
     assert np.allclose(np.diag(s), -KN * (1.0 - a2) / a2 ** 2, rtol=1e-2)
 
 
-def frictional_gas(n_side=5, seed=2, flips=True, comm=None):
+def frictional_gas(n_side=5, seed=2, flips=True, comm=None, rate=5.0):
     L = n_side * 1.1
     dom = pdem.Domain((0, 0, 0), (L, L, L), periodic=(True, True, True))
     sim = pdem.Simulation(dom, dt=2e-4, comm=comm)
@@ -217,7 +217,8 @@ def frictional_gas(n_side=5, seed=2, flips=True, comm=None):
     sim.add_spheres(pos, rng.uniform(0.5, 0.56, len(pos)), m,
                     velocities=rng.normal(0, 0.3, (len(pos), 3)))
     sim.cell.flips = flips
-    sim.cell.velocity_gradient = [[0, 5.0, 0], [0, 0, 0], [0, 0, 0]]
+    if rate:
+        sim.cell.velocity_gradient = [[0, rate, 0], [0, 0, 0], [0, 0, 0]]
     return sim
 
 
@@ -302,3 +303,30 @@ def test_series_holds_cell_and_stress(tmp_path):
         assert np.allclose(vertices[2], H[:, 1], rtol=1e-14)
     xdmf = (tmp_path / "r.xdmf").read_text()
     assert '<Grid Name="cell" GridType="Collection"' in xdmf and "cell_000001" in xdmf
+
+
+def test_series_of_a_cell_that_starts_deforming_later(tmp_path):
+    """Series rows written before the cell deforms hold the fixed box (H = diag of the
+    domain's lengths, L = 0, work 0, stress not computed: NaN); the rows after, the
+    deforming cell's values; the other columns go on."""
+    import h5py
+    from pdem.io import ResultFile
+    sim = frictional_gas(n_side=4, rate=None)
+    box = np.diag(sim.domain.length)
+    with ResultFile(str(tmp_path / "r.h5"), sim, series_every=50, series_buffer=1) as rf:
+        rf.run(steps=100)
+        sim.cell.velocity_gradient = [[0, 5.0, 0], [0, 0, 0], [0, 0, 0]]
+        rf.run(steps=100)
+        last = (sim.cell.matrix.copy(), sim.cell.last_stress.copy(), sim.cell.work)
+    with h5py.File(str(tmp_path / "r.h5"), "r") as f:
+        s = f["series"]
+        assert list(s["step"][...]) == [50, 100, 150, 200]
+        assert s["cell_matrix"].shape == s["cell_stress"].shape == (4, 3, 3)
+        for k in (0, 1):
+            assert np.array_equal(s["cell_matrix"][k], box)
+            assert not np.any(s["cell_velocity_gradient"][k])
+            assert np.all(np.isnan(s["cell_stress"][k])) and s["cell_work"][k] == 0.0
+        assert s["cell_velocity_gradient"][2, 0, 1] == 5.0
+        assert np.array_equal(s["cell_matrix"][3], last[0])
+        assert np.array_equal(s["cell_stress"][3], last[1]) and s["cell_work"][3] == last[2]
+        assert s["cell_matrix"][3, 0, 1] > 0.0                  # sheared: xy tilt grew
