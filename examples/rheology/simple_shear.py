@@ -6,6 +6,7 @@ mu(I) = mu_s + (mu_2 - mu_s) / (1 + I0 / I) (GDR MiDi 2004; Jop, Forterre & Poul
 
     python examples/rheology/simple_shear.py [--I 0.3 0.1 0.01] [--side 10]
         [--discard 1.0 0.3] [--window 1.0 ...] [--dt 1e-3] [--fresh] [--quick]
+    python examples/rheology/simple_shear.py --replot A.npz [B.npz] [--labels a b]
     mpirun -n 2 python -m mpi4py examples/rheology/simple_shear.py ...
 
 Units: d = 1 (mean diameter), rho = 1, P = 1; Hooke contacts kn = kappa P d with
@@ -133,36 +134,50 @@ def fit(rows):
             "I0_err": e[2], "phi_c": phi_c, "phi_c_err": e2[0], "b": b, "b_err": e2[1]}
 
 
-def plot(rows, f, out):
+def plot(sets, f, out):
+    """mu(I) and phi(I) of each (label, rows) in sets, with the fit f of the first."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         return
-    i = np.array([r["I"] for r in rows])
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.6))
-    a1.errorbar(i, [r["mu"] for r in rows], [r["mu_err"] for r in rows], fmt="o",
-                label="pdem, mu_p = 0.5")
-    ii = np.logspace(np.log10(min(i)) - 0.3, 0, 100)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    for (label, rows), fmt in zip(sets, ("o", "s", "^", "v")):
+        i = np.array([r["I"] for r in rows])
+        kw = {"fmt": fmt, "label": label, "capsize": 2, "mfc": "none" if fmt != "o" else None}
+        a1.errorbar(i, [r["mu"] for r in rows], [r["mu_err"] for r in rows], **kw)
+        a2.errorbar(i, [r["phi"] for r in rows], [r["phi_err"] for r in rows], **kw)
+    ii = np.logspace(-3.3, np.log10(0.5), 100)
     if f:
         a1.plot(ii, law(ii, f["mu_s"], f["mu_2"] - f["mu_s"], f["I0"]),
                 label="fit: mu_s %.3f, mu_2 %.3f, I0 %.3f" % (f["mu_s"], f["mu_2"], f["I0"]))
-    a1.plot(ii, law(ii, 0.383, 0.26, 0.279), "--", label="Jop et al. 2006 (glass beads)")
-    a1.set_xscale("log")
-    a1.set_xlabel("I")
-    a1.set_ylabel("mu = |tau| / P")
-    a1.legend(fontsize="small")
-    a2.errorbar(i, [r["phi"] for r in rows], [r["phi_err"] for r in rows], fmt="o")
-    if f:
         a2.plot(ii, f["phi_c"] - f["b"] * ii,
-                label="phi_c - b I: phi_c %.4f, b %.3f" % (f["phi_c"], f["b"]))
-        a2.legend(fontsize="small")
-    a2.set_xscale("log")
-    a2.set_xlabel("I")
-    a2.set_ylabel("phi")
+                label="fit: phi_c - b I, phi_c %.4f, b %.3f" % (f["phi_c"], f["b"]))
+    a1.plot(ii, law(ii, 0.383, 0.26, 0.279), "--", label="Jop et al. 2006 (glass beads)")
+    for a, name in ((a1, "mu = |tau| / P"), (a2, "phi")):
+        a.set_xscale("log")
+        a.set_xlabel("I")
+        a.set_ylabel(name)
+        a.legend(fontsize="small")
+    a1.set_title("simple shear at constant P, mu_p = 0.5", fontsize="medium")
     fig.tight_layout()
     fig.savefig(out + ".png", dpi=120)
+
+
+def table(rows):
+    """Markdown rows: I, mu, phi (errors), sigma_yy / -P, the trends of mu and phi over
+    the window in units of their standard error (sqrt(12) x the error of the mean, for
+    a line through independent blocks), strains, CPU seconds."""
+    for r in rows:
+        t = [r[k + "_trend"] / (np.sqrt(12.0) * r[k + "_err"]) for k in ("mu", "phi")]
+        print("| %g | %.4f +- %.4f | %.4f +- %.4f | %.3f | %+.1f, %+.1f | %.2f + %.2f | %.0f |" % (
+            r["I"], r["mu"], r["mu_err"], r["phi"], r["phi_err"], r["p"], t[0], t[1],
+            r["discard"], r["window"], r["cpu"]))
+
+
+def load(path):
+    return json.loads(str(np.load(path)["rows"]))
 
 
 def main(argv=None):
@@ -177,7 +192,20 @@ def main(argv=None):
     ap.add_argument("--fresh", action="store_true", help="each I from the packing")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default="rheology")
+    ap.add_argument("--replot", nargs="+", metavar="NPZ",
+                    help="no run: fit the first study's rows, plot them with the others'")
+    ap.add_argument("--labels", nargs="+", help="--replot: a label per file")
     args = ap.parse_args(argv)
+    if args.replot:
+        sets = [(label, load(path)) for label, path in
+                zip(args.labels or args.replot, args.replot)]
+        f = fit(sets[0][1])
+        for label, rows in sets:
+            print(label)
+            table(rows)
+        print("fit: %s" % json.dumps({k: round(float(v), 4) for k, v in f.items()}))
+        plot(sets, f, args.out)
+        return sets[0][1], f
     pack_steps = 20000
     if args.quick:
         args.I, args.side, args.discard, args.window = [0.05, 0.3], 6, [0.15, 0.3], [0.25]
@@ -216,7 +244,7 @@ def main(argv=None):
     np.savez(args.out + ".npz", rows=json.dumps(rows, default=lambda a: np.asarray(a).tolist()),
              fit=json.dumps({k: float(v) for k, v in f.items()}))
     if not args.quick:
-        plot(rows, f, args.out)
+        plot([("pdem, N = %d" % args.side ** 3, rows)], f, args.out)
     return rows, f
 
 
