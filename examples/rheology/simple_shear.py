@@ -10,8 +10,9 @@ mu(I) = mu_s + (mu_2 - mu_s) / (1 + I0 / I) (GDR MiDi 2004; Jop, Forterre & Poul
     mpirun -n 2 python -m mpi4py examples/rheology/simple_shear.py ...
 
 Units: d = 1 (mean diameter), rho = 1, P = 1; Hooke contacts kn = kappa P d with
-kappa = 1e4 (kt: pdem's default), restitution 0.5; dt = 1e-3 is 13.7 steps of the
-shortest contact pi sqrt(m*/kn) (two d = 0.9 spheres). A gas is compressed
+kappa = 1e4 (--kappa; kt = 2/7 kn, pdem's default), restitution 0.5; dt = 1e-3
+sqrt(1e4 / kappa) is 13.7 steps of the shortest contact pi sqrt(m*/kn) (two d = 0.9
+spheres). A gas is compressed
 isotropically to P (servo on xx, yy, zz), then sheared with L_xy = I while a servo
 holds sigma_yy = -P (xx and zz fixed). The I are run in the order given, each from the
 end of the previous one (continuation; --fresh: each from the packing): the first
@@ -36,14 +37,14 @@ P, KAPPA, MU_P, REST = 1.0, 1.0e4, 0.5, 0.5
 BLOCKS = 10
 
 
-def packing(side, seed, comm, dt=1e-3, steps=20000, max_rate=0.5):
+def packing(side, seed, comm, dt=1e-3, steps=20000, max_rate=0.5, kappa=KAPPA):
     """side^3 spheres (d uniform in 0.9 .. 1.1) from a jittered grid, compressed
-    isotropically to P."""
+    isotropically to P (Hooke, kn = kappa P d)."""
     spacing = 1.15
     L = side * spacing
     dom = pdem.Domain((0, 0, 0), (L, L, L), periodic=(True, True, True))
     sim = pdem.Simulation(dom, dt=dt, comm=comm)
-    sim.material("g", density=1.0, kn=KAPPA * P, friction=MU_P, restitution=REST)
+    sim.material("g", density=1.0, kn=kappa * P, friction=MU_P, restitution=REST)
     rng = np.random.default_rng(seed)
     g = (np.arange(side) + 0.5) * spacing
     x, y, z = np.meshgrid(g, g, g, indexing="ij")
@@ -184,7 +185,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--I", type=float, nargs="+", default=[0.3, 0.1, 0.03])
     ap.add_argument("--side", type=int, default=10)
-    ap.add_argument("--dt", type=float, default=1e-3)
+    ap.add_argument("--dt", type=float, default=None, help="default 1e-3 sqrt(1e4 / kappa)")
+    ap.add_argument("--kappa", type=float, default=KAPPA, help="kn / (P d)")
     ap.add_argument("--discard", type=float, nargs=2, default=[1.0, 0.3],
                     help="transient strain: first I, the others")
     ap.add_argument("--window", type=float, nargs="+", default=[1.0],
@@ -206,7 +208,9 @@ def main(argv=None):
         print("fit: %s" % json.dumps({k: round(float(v), 4) for k, v in f.items()}))
         plot(sets, f, args.out)
         return sets[0][1], f
-    pack_steps = 20000
+    if args.dt is None:
+        args.dt = 1e-3 * np.sqrt(KAPPA / args.kappa)       # 13.7 steps per contact
+    pack_steps = int(round(20.0 / args.dt))
     if args.quick:
         args.I, args.side, args.discard, args.window = [0.05, 0.3], 6, [0.15, 0.3], [0.25]
         pack_steps = 4000
@@ -215,7 +219,7 @@ def main(argv=None):
         raise SystemExit("--window: one value or one per I")
     comm = MPI.COMM_WORLD
     clock = time.process_time()
-    sim = packing(args.side, 1, comm, args.dt, pack_steps)
+    sim = packing(args.side, 1, comm, args.dt, pack_steps, kappa=args.kappa)
     path = args.out + "-packed.h5"
     if args.fresh:
         sim.checkpoint(path)
