@@ -267,7 +267,7 @@ class Operator:
         load = np.zeros((n_own, nd))
         if nd == 12:
             self._strain_blocks(inert, load)
-        self.own_diag[:, ::nd + 1] = inert
+        self.own_diag[:, ::nd + 1] += inert
         load[:, :3] = st.mass[:n_own, None] * sim.gravity
         if sim.external:
             f, t = np.zeros((n_own, 3)), np.zeros((n_own, 3))
@@ -408,7 +408,7 @@ class Operator:
         _k.matvec(self.start, self.nBall, self.nK, self.diag, x, y, st.n_own, self.sim.threads)
 
     def refresh(self, a):
-        """Ghost rows of a (n, 6) from their owners."""
+        """Ghost rows of a (n, nd) from their owners."""
         sim = self.sim
         if sim.size > 1 or sim.store.n > sim.store.n_own:
             sim.ghosts.refresh_arrays([a], tag=400)
@@ -435,7 +435,7 @@ class Operator:
         sim, s = self.sim, self.scheme
         n_own, threads = sim.store.n_own, sim.threads
         nrow = sim.store.n
-        r, z, p, q = (np.zeros((nrow, 6)) for _ in range(4))
+        r, z, p, q = (np.zeros((nrow, self.nd)) for _ in range(4))
         self.refresh(x)
         self.matvec(x, q)
         r[:n_own] = self.b - q[:n_own]

@@ -182,12 +182,12 @@ def test_column_carries_the_weight_above():
     np.testing.assert_allclose(c["force"][:, :2], 0.0, atol=1e-9)
 
 
-def drop(tol=None, kn=1e8, threads=1, **kwargs):
+def drop(tol=None, kn=1e8, threads=1, young=None, **kwargs):
     rng = np.random.default_rng(5)
     sim = pdem.Simulation(pdem.Domain((0, 0), (1, 2), dim=2), 2e-3, gravity=(0, -G, 0),
                           threads=threads,
                           scheme=pdem.DDA(penalty=kn, tol=tol, **kwargs))
-    sim.material("m", 2000.0, friction=0.4)
+    sim.material("m", 2000.0, friction=0.4, young=young)
     for point, normal in (((0, 0), (0, 1)), ((0, 0), (1, 0)), ((1, 0), (-1, 0))):
         sim.add_plane(point + (0,), normal + (0,), "m")
     gx, gy = np.meshgrid(np.linspace(0.1, 0.9, 5), np.linspace(0.1, 0.9, 5))
@@ -249,7 +249,7 @@ def test_open_close_cap_warns():
 
 @pytest.mark.parametrize("kwargs, match", [
     ({}, "DDA: penalty"),
-    ({"penalty": 1e6, "rigid": False}, "DDA: rigid=False is not available"),
+    ({"penalty": 1e6, "rigid": None}, "DDA: rigid must be True or False"),
     ({"penalty": 1e6, "dynamic": 1.5}, "DDA: dynamic"),
     ({"penalty": -1.0}, "DDA: penalty"),
 ])
