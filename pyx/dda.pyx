@@ -506,3 +506,96 @@ def strain_update(const double[:, ::1] pred, const double[:, ::1] pred_stress,
         one_update(&pred[p, 0], &pred_stress[p, 0], &x[p, 0], &theta[p, 0],
                    &elastic[p, 0], &mask[p, 0], dt, dynamic, &strain[p, 0], &stress[p, 0],
                    &rate[p, 0])
+
+
+# ---------------------------------------------------------------- the SGS preconditioner
+# Multicolour symmetric Gauss-Seidel over the particle graph: the colours come from
+# Jones & Plassmann (1993): a particle takes a colour when its weight (a hash of its
+# id) beats every uncoloured neighbour's, the smallest colour no neighbour has. The
+# colours depend only on the graph and the ids, so the sweeps (colour by colour, the
+# rows of one colour independent) give the same bits on any number of ranks and threads.
+
+def colour_round(const long[::1] start, const int[::1] nBall, const unsigned long long[::1] weight,
+                 const double[:, ::1] colour, double[:, ::1] new, Py_ssize_t n_rows,
+                 int n_threads):
+    """One Jones-Plassmann round on the rows p < n_rows: new[p] = the smallest colour
+    not among p's coloured neighbours, when p is uncoloured (-1) and its (weight, row
+    value) beats every uncoloured neighbour's. Reads `colour` only (the round's start
+    state, ghost rows current); returns the rows still uncoloured after the round."""
+    cdef Py_ssize_t p
+    cdef long left = 0
+    for p in prange(n_rows, nogil=True, schedule='static', num_threads=max(1, n_threads)):
+        new[p, 0] = colour[p, 0]
+        if colour[p, 0] < 0.0:
+            new[p, 0] = pick_colour(start, nBall, weight, colour, p)
+            if new[p, 0] < 0.0:
+                left += 1
+    return left
+
+
+cdef double pick_colour(const long[::1] start, const int[::1] nBall,
+                        const unsigned long long[::1] weight, const double[:, ::1] colour,
+                        Py_ssize_t p) noexcept nogil:
+    """The colour p takes this round, or -1 (an uncoloured neighbour outweighs it)."""
+    cdef Py_ssize_t t, q
+    cdef int c
+    cdef bint used
+    for t in range(start[p], start[p + 1]):
+        q = nBall[t]
+        if q < 0 or q == p or colour[q, 0] >= 0.0:
+            continue
+        if weight[q] > weight[p]:
+            return -1.0
+    c = 0
+    while True:                 # the smallest colour unused by the neighbours
+        used = False
+        for t in range(start[p], start[p + 1]):
+            q = nBall[t]
+            if q >= 0 and q != p and colour[q, 0] == c:
+                used = True
+                break
+        if not used:
+            return c
+        c = c + 1
+
+
+cdef void sgs_row(const long[::1] start, const int[::1] nBall, const double[:, ::1] nK,
+                  const double[:, ::1] inv, const double[:, ::1] colour,
+                  const double[:, ::1] rhs, double[:, ::1] out, Py_ssize_t p, int k,
+                  bint forward, int nd) noexcept nogil:
+    """Forward: out[p] = inv[p] (rhs[p] - sum of nK out[q] over the neighbours of
+    colours below k); backward: out[p] = rhs[p] - inv[p] (sum over colours above k).
+    (SSOR's over-relaxation did not help: 93 and 117 CG iterations per solve in the
+    pile example at omega = 1.3, 1.6, against 88 at 1.)"""
+    cdef double s[12]
+    cdef double z[12]
+    cdef Py_ssize_t t, q
+    cdef int r
+    for r in range(nd):
+        s[r] = 0.0
+    for t in range(start[p], start[p + 1]):
+        q = nBall[t]
+        if q < 0:
+            continue
+        if (forward and colour[q, 0] < k) or (not forward and colour[q, 0] > k):
+            block_mul(&nK[t, 0], &out[q, 0], s, True, nd)
+    if forward:
+        for r in range(nd):
+            s[r] = rhs[p, r] - s[r]
+        block_mul(&inv[p, 0], s, &out[p, 0], False, nd)
+    else:
+        block_mul(&inv[p, 0], s, z, False, nd)
+        for r in range(nd):
+            out[p, r] = rhs[p, r] - z[r]
+
+
+def sgs_sweep(const long[::1] start, const int[::1] nBall, const double[:, ::1] nK,
+              const double[:, ::1] inv, const double[:, ::1] colour, const int[::1] rows,
+              const double[:, ::1] rhs, double[:, ::1] out, int k, bint forward,
+              int n_threads):
+    """One colour k of a forward (y from r) or backward (z from y) Gauss-Seidel sweep
+    over `rows` (the owned rows of colour k); out holds current ghost rows."""
+    cdef Py_ssize_t i, m = rows.shape[0]
+    cdef int nd = rhs.shape[1]
+    for i in prange(m, nogil=True, schedule='static', num_threads=max(1, n_threads)):
+        sgs_row(start, nBall, nK, inv, colour, rhs, out, rows[i], k, forward, nd)

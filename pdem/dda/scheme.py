@@ -57,6 +57,7 @@ from ..nscd.scheme import NSCD, PAIR, WALL_NAMES, write_rows
 from ..scheme.base import Scheme, register
 
 OPEN, STICK, SLIDE = 0, 1, 2
+PRECONDITIONERS = ("jacobi", "sgs")
 FRICTION_TOL = 1e-2     # a slide's friction load converged: relative change below this
 OPEN_CLOSE_TOL = 1e-3   # hysteresis: an open contact closes when its end gap is below -this
                         # x tol, a slide sticks when its slip reverses by more
@@ -77,14 +78,18 @@ class DDA(Scheme):
     and sphere DDA); dynamic: Shi's dynamic factor in [0, 1], the fraction of the end
     velocity carried into the next step; cg_tol: relative residual of the conjugate
     gradients; cg_maxiter: their iteration cap (default 1000); alert: the surface
-    distance below which a pair is a potential contact (default: the skin).
+    distance below which a pair is a potential contact (default: the skin);
+    preconditioner: "jacobi" (the inverse diagonal blocks) or "sgs" (multicolour
+    symmetric Gauss-Seidel over the particle graph, colours by Jones-Plassmann on
+    hashed ids: the same bits on any number of ranks).
     After each step: `cg_iterations` and `open_close` of the step, and totals."""
     name = "dda"
     stiffness = False               # penalties are the scheme's; materials give friction
     lever_flags = NO_RATCH          # torques of the rows from the branch vectors -+r n
 
     def __init__(self, penalty=None, shear_penalty=None, max_open_close=20, tol=None,
-                 rigid=True, dynamic=1.0, cg_tol=1e-12, cg_maxiter=1000, alert=None):
+                 rigid=True, dynamic=1.0, cg_tol=1e-12, cg_maxiter=1000, alert=None,
+                 preconditioner="jacobi"):
         self.penalty = validate.number("DDA: penalty", penalty, 0.0)
         self.shear_penalty = validate.number("DDA: shear_penalty", shear_penalty, 0.0,
                                              none=True)
@@ -100,6 +105,10 @@ class DDA(Scheme):
         self.cg_tol = validate.number("DDA: cg_tol", cg_tol, 0.0, 1.0)
         self.cg_maxiter = validate.integer("DDA: cg_maxiter", cg_maxiter)
         self.alert = validate.number("DDA: alert", alert, 0.0, low_open=False, none=True)
+        if preconditioner not in PRECONDITIONERS:
+            raise InputError("DDA: preconditioner must be one of %s, got %r"
+                             % (", ".join(map(repr, PRECONDITIONERS)), preconditioner))
+        self.preconditioner = preconditioner
         self.cg_iterations = self.open_close = 0
         self.total_cg = self.total_open_close = 0
         self.operator = None            # the last step's matrix-free operator (tests)
@@ -108,7 +117,7 @@ class DDA(Scheme):
         """The constructor's arguments (tol and alert as resolved): DDA(**options)."""
         return {k: getattr(self, k) for k in (
             "penalty", "shear_penalty", "max_open_close", "tol", "rigid", "dynamic",
-            "cg_tol", "cg_maxiter", "alert")}
+            "cg_tol", "cg_maxiter", "alert", "preconditioner")}
 
     def reach(self, sim, radius):
         """The alert distance, added to the Verlet skin; resolves the defaults at the
@@ -285,6 +294,7 @@ class Operator:
         self.b = np.empty((n_own, nd))
         self.gap_end = c.gap.copy()
         self.flips = np.zeros(m, np.int8)   # state changes of each contact in this step
+        self.colour = None                  # the SGS colours (at the first use)
 
     def _predict_strains(self):
         """Deformable particles: the drift of the strain dofs (strain + dt rate, stress
@@ -402,6 +412,55 @@ class Operator:
             raise SimulationError("DDA: the diagonal block of particle %d is not positive "
                                   "definite (zero mass or inertia?)" % st.id[k[0]])
 
+    def precondition(self, r, z):
+        """z = M^-1 r on the owned rows: block Jacobi, or the multicolour symmetric
+        Gauss-Seidel sweeps (M = (D + L) D^-1 (D + U) in colour order; ghost rows of
+        the sweep refreshed after each colour)."""
+        sim = self.sim
+        if self.scheme.preconditioner == "jacobi":
+            _k.block_apply(self.inv, r, z, sim.store.n_own, sim.threads)
+            return
+        if self.colour is None:
+            self._colour()
+        y = self.sweep
+        for k, rows in enumerate(self.colour_rows):
+            _k.sgs_sweep(self.start, self.nBall, self.nK, self.inv, self.colour, rows, r, y,
+                         k, True, sim.threads)
+            self.refresh(y)
+        for k in range(len(self.colour_rows) - 1, -1, -1):
+            _k.sgs_sweep(self.start, self.nBall, self.nK, self.inv, self.colour,
+                         self.colour_rows[k], y, z, k, False, sim.threads)
+            self.refresh(z)
+
+    def _colour(self):
+        """Jones-Plassmann colours of the particle graph (the step's potential contacts;
+        collective): weights a bijective hash (splitmix64) of the ids, rounds until
+        every row has a colour, ghost colours refreshed between rounds."""
+        sim = self.sim
+        st, n_own = sim.store, sim.store.n_own
+        z = st.id[:st.n].astype(np.uint64)
+        with np.errstate(over="ignore"):
+            z = z + np.uint64(0x9E3779B97F4A7C15)
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            weight = np.ascontiguousarray(z ^ (z >> np.uint64(31)))
+        colour = np.full((st.n, 1), -1.0)
+        new = np.empty_like(colour)
+        while True:
+            left = _k.colour_round(self.start, self.nBall, weight, colour, new, n_own,
+                                   sim.threads)
+            colour[:n_own] = new[:n_own]
+            self.refresh(colour)
+            if sim.size > 1:
+                left = sim.collective.max(float(left))
+            if not left:
+                break
+        count = int(sim.collective.max(float(colour[:n_own].max()) if n_own else -1.0)) + 1
+        own = colour[:n_own, 0].astype(np.int64)
+        self.colour = colour
+        self.colour_rows = [np.flatnonzero(own == k).astype(np.int32) for k in range(count)]
+        self.sweep = np.zeros((st.n, self.nd))
+
     def matvec(self, x, y):
         """y = A x on the owned rows; x needs current ghost rows."""
         st = self.sim.store
@@ -439,7 +498,7 @@ class Operator:
         self.refresh(x)
         self.matvec(x, q)
         r[:n_own] = self.b - q[:n_own]
-        _k.block_apply(self.inv, r, z, n_own, threads)
+        self.precondition(r, z)
         p[:n_own] = z[:n_own]
         rz, rr, bb = self.dots((r, z), (r, r), (self.b, self.b))
         goal = (s.cg_tol ** 2) * bb
@@ -450,7 +509,7 @@ class Operator:
             pq, = self.dots((p, q))
             alpha = rz / pq
             _k.axpy2(alpha, p, q, x, r, n_own, threads)
-            _k.block_apply(self.inv, r, z, n_own, threads)
+            self.precondition(r, z)
             rz_new, rr = self.dots((r, z), (r, r))
             _k.xpby(z, rz_new / rz, p, n_own, threads)
             rz = rz_new

@@ -90,24 +90,27 @@ def test_dda_restart_on_one_rank_is_bitwise_identical(shared_dir):
         assert_restart_on_one_rank(_run, os.path.join(shared_dir, "dda.h5"), 20)
 
 
-def _deformable(comm, steps, dim=2):
+def _deformable(comm, steps, dim=2, **options):
     """The pile of deformable particles (soft enough to strain 1e-4)."""
-    return _run(comm, steps, dim, rigid=False, young=1e7)
+    return _run(comm, steps, dim, rigid=False, young=1e7, **options)
 
 
 @pytest.mark.slow
 @pytest.mark.mpi(min_size=1)
-@pytest.mark.parametrize("dim", [2, 3])
-def test_deformable_dda_identical_on_any_rank_count(dim):
+@pytest.mark.parametrize("dim, options", [(2, {}), (3, {}), (2, {"preconditioner": "sgs"}),
+                                          (3, {"preconditioner": "sgs"})])
+def test_deformable_dda_identical_on_any_rank_count(dim, options):
     """rigid=False: the 12 x 12 rows, the strain drift and update, the deformed gaps of
-    ghosts: the same bits (stresses and strains too) on any number of ranks."""
+    ghosts: the same bits (stresses and strains too) on any number of ranks; and with
+    the multicolour Gauss-Seidel preconditioner (colours from hashed ids, ghost rows
+    refreshed after each colour)."""
     comm = MPI.COMM_WORLD
     steps = 20
-    sim = _deformable(comm, steps, dim)
+    sim = _deformable(comm, steps, dim, **options)
     got = state(sim)
     ref = None
     if comm.rank == 0:
-        alone = _deformable(MPI.COMM_SELF, steps, dim)
+        alone = _deformable(MPI.COMM_SELF, steps, dim, **options)
         ref = (state(alone), alone.scheme.total_cg)
     ref = comm.bcast(ref, root=0)
     assert_same_state(got, ref[0])
