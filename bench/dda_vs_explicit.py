@@ -15,7 +15,7 @@ contact force is within TOL (relative) of its statics, CHECKS checks in a row
 the run (process time of rank 0, and the wall time), the steps and, for DDA, the CG
 and open-close iterations per step.
 
-    python bench/dda_vs_explicit.py [--cols 10] [--levels 20] [--repeats 2]
+    python bench/dda_vs_explicit.py [--cols 10] [--levels 20] [--repeats 2] [--preconditioner sgs]
     mpirun -n 2 python -m mpi4py bench/dda_vs_explicit.py     (scaling 1 -> 2 ranks)
 """
 import argparse
@@ -66,9 +66,10 @@ def worst_error(sim, levels):
     return sim.collective.max(float(err.max()) if len(err) else 0.0), int(n_contacts)
 
 
-def settle(comm, kind, cols, levels, max_steps=200000):
+def settle(comm, kind, cols, levels, preconditioner="jacobi", max_steps=200000):
     if kind == "dda":
-        scheme, dt, every = pdem.DDA(penalty=KN, dynamic=0.0), DDA_DT, 1
+        scheme = pdem.DDA(penalty=KN, dynamic=0.0, preconditioner=preconditioner)
+        dt, every = DDA_DT, 1
     else:
         scheme, dt, every = None, EXPLICIT_DT, EVERY
     sim = build(comm, scheme, dt, cols, levels)
@@ -99,6 +100,7 @@ def main():
     ap.add_argument("--cols", type=int, default=10)
     ap.add_argument("--levels", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--preconditioner", default="jacobi", help="of the DDA solve: jacobi, sgs")
     a = ap.parse_args()
     comm = MPI.COMM_WORLD
     best = {}
@@ -106,7 +108,7 @@ def main():
         warnings.simplefilter("ignore", pdem.DDAWarning)
         for _ in range(a.repeats):
             for kind in ("dda", "explicit"):
-                r = settle(comm, kind, a.cols, a.levels)
+                r = settle(comm, kind, a.cols, a.levels, a.preconditioner)
                 if kind not in best or r["cpu"] < best[kind]["cpu"]:
                     best[kind] = r
     if comm.rank == 0:

@@ -8,28 +8,13 @@ import warnings
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
 import pdem
-from pdem.dda.scheme import Operator
 from pdem.errors import InputError
 
-from test_dda import drop, skew
+from test_dda import assert_product_equals, compliance, drop, packing_operator
 
 G = 9.81
-
-
-def compliance(E, nu, dim):
-    """The compliance in Voigt order (xx, yy, zz, yz, zx, xy), engineering shears: its
-    inverse is the elasticity matrix (2D: plane stress on xx, yy, xy)."""
-    S = np.zeros((6, 6))
-    idx = [0, 1, 2] if dim == 3 else [0, 1]
-    for a in idx:
-        for b in idx:
-            S[a, b] = 1.0 / E if a == b else -nu / E
-    for k in ([3, 4, 5] if dim == 3 else [5]):
-        S[k, k] = 2.0 * (1.0 + nu) / E
-    return S, ([0, 1, 2, 3, 4, 5] if dim == 3 else [0, 1, 5])
 
 
 def squeeze(dim, E=1e7, nu=0.3, r=0.1, delta=1e-4, kn=1e9, steps=12, dt=1e-2, axis=0):
@@ -82,84 +67,9 @@ def test_uniaxial_compression_follows_hooke(dim, axis):
 def test_matrix_free_product_with_strain_dofs_equals_assembled_matrix():
     """A x of the per-particle 12 x 12 rows equals K x with K assembled by scipy from
     every overlapping pair and plane contact with T(a) = [I, -[a]x, E(a)] (E(a) eps =
-    eps a), the inertia of int rho T^T T (translation m, rotation 2/5 m r^2, strains
-    m r^2 / 5 on the normal strains, m r^2 / 10 on the engineering shears), the elastic
-    block V S^-1 (S: the compliance) and a blocked dof."""
-    rng = np.random.default_rng(4)
-    n, r, dt, kn, ks, E, nu = 40, 0.05, 1e-3, 3e6, 1e6, 5e6, 0.2
-    sim = pdem.Simulation(pdem.Domain((0, 0, 0), (0.5, 0.5, 0.5)), dt, gravity=(0, 0, -G),
-                          scheme=pdem.DDA(penalty=kn, shear_penalty=ks, rigid=False))
-    sim.material("m", 2500.0, young=E, poisson=nu, friction=10.0)
-    sim.add_plane((0, 0, 0), (0, 0, 1), "m")
-    pos = rng.uniform(0.06, 0.44, (n, 3))
-    pos[:, 2] = rng.uniform(0.04, 0.25, n)
-    radii = r * rng.uniform(0.8, 1.2, n)
-    ids = sim.add_spheres(pos, radii, "m")
-    sim.block(ids[5], ["x", "ry"])
-    sim.rebuild()
-    op = Operator(sim, sim.scheme)
-    op.assemble()
-    st = sim.store
-    x = rng.standard_normal((st.n, 12))
-    y = np.zeros_like(x)
-    op.matvec(x, y)
-
-    order = np.argsort(st.id[:st.n])
-    p, rad, mass = st.pos[order], st.radius[order], st.mass[order]
-    rows, cols, vals = [], [], []
-
-    def add(bi, bj, block):
-        ii, jj = np.meshgrid(np.arange(12) + 12 * bi, np.arange(12) + 12 * bj, indexing="ij")
-        rows.append(ii.ravel()), cols.append(jj.ravel()), vals.append(block.ravel())
-
-    def tmat(a):
-        """u(a) = T(a) (t, theta, exx, eyy, ezz, gyz, gzx, gxy)."""
-        Ea = np.zeros((3, 6))
-        for k, (i, j) in enumerate([(0, 0), (1, 1), (2, 2), (1, 2), (2, 0), (0, 1)]):
-            eps = np.zeros((3, 3))
-            eps[i, j] = eps[j, i] = 1.0 if i == j else 0.5
-            Ea[:, k] = eps @ a
-        return np.hstack([np.eye(3), -skew(a), Ea])
-
-    S, _ = compliance(E, nu, 3)
-    C = np.linalg.inv(S)
-    contacts = 0
-    for i in range(n):
-        m, vol = mass[i], 4 / 3 * math.pi * rad[i] ** 3
-        J = m * rad[i] ** 2 / 5
-        M = np.diag([m] * 3 + [2 * J] * 3 + [J] * 3 + [J / 2] * 3)
-        block = 2 * M / dt ** 2
-        block[6:, 6:] += vol * C
-        add(i, i, block)
-        for j in range(n):
-            d = p[i] - p[j]
-            dist = np.linalg.norm(d)
-            if i == j or dist >= rad[i] + rad[j]:
-                continue
-            nrm = d / dist
-            Sp = kn * np.outer(nrm, nrm) + ks * (np.eye(3) - np.outer(nrm, nrm))
-            D = np.hstack([tmat(-rad[i] * nrm), -tmat(rad[j] * nrm)])
-            K = D.T @ Sp @ D
-            add(i, i, K[:12, :12])
-            add(i, j, K[:12, 12:])
-            contacts += 1
-        if p[i, 2] < rad[i]:
-            nrm = np.array([0, 0, 1.0])
-            Sp = kn * np.outer(nrm, nrm) + ks * (np.eye(3) - np.outer(nrm, nrm))
-            T = tmat(-rad[i] * nrm)
-            add(i, i, T.T @ Sp @ T)
-            contacts += 1
-    K = sp.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                      shape=(12 * n, 12 * n)).tocsr()
-    free = np.ones(12 * n)
-    k = int(np.flatnonzero(st.id[order] == ids[5])[0])
-    free[[12 * k + 0, 12 * k + 4]] = 0.0
-    P = sp.diags(free)
-    A = P @ K @ P + sp.diags(1.0 - free)
-    assert contacts > n
-    expected = A @ x[order].ravel()
-    got = y[order].ravel()
-    assert np.linalg.norm(got - expected) <= 1e-12 * np.linalg.norm(expected)
+    eps a), the inertia of int rho T^T T, the elastic block V S^-1 (S: the compliance)
+    and a blocked dof (test_dda.packing_operator)."""
+    assert_product_equals(*packing_operator(young=5e6, poisson=0.2, rigid=False))
 
 
 @pytest.mark.parametrize("dim", [2, 3])
@@ -268,7 +178,7 @@ def test_strain_and_stress_turn_with_the_particle():
     pred_stress = rng.standard_normal((n, 6))
     x = rng.standard_normal((n, 12))
     theta = rng.standard_normal((n, 3))
-    C = np.linalg.inv(compliance(2.0, 0.3, 3)[0])
+    C = np.linalg.inv(compliance(2.0, 0.3, 3))
     elastic = np.tile(C.ravel(), (n, 1))
     mask = np.ones((n, 12))
     strain, stress, rate = (np.empty((n, 6)) for _ in range(3))
