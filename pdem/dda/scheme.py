@@ -2,8 +2,8 @@
 Shi & Goodman 1985) of disks and spheres as the time-stepping scheme of
 pdem.Simulation, selected with Simulation(..., scheme=pdem.DDA(penalty=...)).
 
-Each step solves, for every particle's rigid displacement d (translation and rotation;
-2D: u, v, r0), Shi's implicit equations of motion (Shi 1988, sec. 2.6, 5.3: constant
+Each step solves, for every particle's displacement d (translation and rotation;
+2D: u, v, r0; deformable particles: and the strains), Shi's implicit equations of motion (Shi 1988, sec. 2.6, 5.3: constant
 acceleration over the step)
     (2 M / dt^2 + K) d = F + 2 M v0 / dt,      v1 = 2 d / dt - v0,
 with the sub-matrices of seed 002: inertia (2 M / dt^2), body loads (gravity), point
@@ -30,6 +30,11 @@ per-particle terms (Shewchuk partials, gathered over ranks and summed by math.fs
 and every row sums its contacts in (id_i, kind, id_j) order: the same bits on any
 number of ranks and threads. Ghost rows of the search direction are refreshed before
 every product.
+
+Deformable particles (rigid=False): 12 unknowns per particle, the rigid ones and the
+strain increments of Shi's first-order displacement function (u(a) = t + theta x a +
+eps a), with the elastic (V C), initial-stress (-V sigma0) and strain-inertia
+sub-matrices; contacts include the strain terms and the strained radius (docs/dda.md).
 
 Large rotations: a disk or sphere is its centre and radius, so the step's rotation
 moves no material point of the shape; the centre moves by the translation and the
@@ -74,8 +79,9 @@ class DDA(Scheme):
     penalty: normal contact spring k_n (force / length; Shi suggests 10-100 E h);
     shear_penalty: shear spring k_s (default: penalty); max_open_close: open-close
     iterations per step at most; tol: largest overlap allowed at the end of a step, a
-    length (default 1e-2 x the smallest radius; more stops the run); rigid: True (disk
-    and sphere DDA); dynamic: Shi's dynamic factor in [0, 1], the fraction of the end
+    length (default 1e-2 x the smallest radius; more stops the run); rigid: True (rigid
+    disks and spheres) or False (deformable: a uniform strain per particle, the
+    materials' young and poisson); dynamic: Shi's dynamic factor in [0, 1], the fraction of the end
     velocity carried into the next step; cg_tol: relative residual of the conjugate
     gradients; cg_maxiter: their iteration cap (default 1000); alert: the surface
     distance below which a pair is a potential contact (default: the skin);
