@@ -217,6 +217,24 @@ cdef inline void block_mul(const double* B, const double* x, double* y, bint add
         y[r] = y[r] + s if add else s
 
 
+cdef inline void block_mul_nd(const double* B, const double* x, double* y, bint add,
+                              int nd) noexcept nogil:
+    """block_mul with the size a literal in each branch, so that the compiler unrolls
+    the 6 x 6 (rigid) and 12 x 12 (deformable) products alike."""
+    if nd == 6:
+        block_mul(B, x, y, add, 6)
+    else:
+        block_mul(B, x, y, add, 12)
+
+
+cdef inline double row_dot(const double* a, const double* b, int nd) noexcept nogil:
+    cdef int r
+    cdef double s = 0.0
+    for r in range(nd):
+        s = s + a[r] * b[r]
+    return s
+
+
 def matvec(const long[::1] start, const int[::1] nBall, const double[:, ::1] nK,
            const double[:, ::1] diag, const double[:, ::1] x, double[:, ::1] y,
            Py_ssize_t n_rows, int n_threads):
@@ -225,10 +243,10 @@ def matvec(const long[::1] start, const int[::1] nBall, const double[:, ::1] nK,
     cdef Py_ssize_t p, t
     cdef int nd = x.shape[1]
     for p in prange(n_rows, nogil=True, schedule='static', num_threads=max(1, n_threads)):
-        block_mul(&diag[p, 0], &x[p, 0], &y[p, 0], False, nd)
+        block_mul_nd(&diag[p, 0], &x[p, 0], &y[p, 0], False, nd)
         for t in range(start[p], start[p + 1]):
             if nBall[t] >= 0:
-                block_mul(&nK[t, 0], &x[nBall[t], 0], &y[p, 0], True, nd)
+                block_mul_nd(&nK[t, 0], &x[nBall[t], 0], &y[p, 0], True, nd)
 
 
 def block_apply(const double[:, ::1] blocks, const double[:, ::1] x, double[:, ::1] y,
@@ -237,41 +255,48 @@ def block_apply(const double[:, ::1] blocks, const double[:, ::1] x, double[:, :
     cdef Py_ssize_t p
     cdef int nd = x.shape[1]
     for p in prange(n_rows, nogil=True, schedule='static', num_threads=max(1, n_threads)):
-        block_mul(&blocks[p, 0], &x[p, 0], &y[p, 0], False, nd)
+        block_mul_nd(&blocks[p, 0], &x[p, 0], &y[p, 0], False, nd)
 
 
 def row_dots(const double[:, ::1] a, const double[:, ::1] b, double[::1] out,
              Py_ssize_t n_rows, int n_threads):
     """out[p] = a[p] . b[p] (the per-particle terms of a dot product)."""
     cdef Py_ssize_t p
-    cdef int r, nd = a.shape[1]
-    cdef double s
+    cdef int nd = a.shape[1]
     for p in prange(n_rows, nogil=True, schedule='static', num_threads=max(1, n_threads)):
-        s = 0.0
-        for r in range(nd):
-            s = s + a[p, r] * b[p, r]
-        out[p] = s
+        if nd == 6:
+            out[p] = row_dot(&a[p, 0], &b[p, 0], 6)
+        else:
+            out[p] = row_dot(&a[p, 0], &b[p, 0], 12)
 
 
 def axpy2(double alpha, const double[:, ::1] p_, const double[:, ::1] q,
           double[:, ::1] x, double[:, ::1] r, Py_ssize_t n_rows, int n_threads):
-    """x += alpha p, r -= alpha q (rows < n_rows)."""
-    cdef Py_ssize_t p
-    cdef int k, nd = x.shape[1]
-    for p in prange(n_rows, nogil=True, schedule='static', num_threads=max(1, n_threads)):
-        for k in range(nd):
-            x[p, k] = x[p, k] + alpha * p_[p, k]
-            r[p, k] = r[p, k] - alpha * q[p, k]
+    """x += alpha p, r -= alpha q (rows < n_rows; the arrays as flat vectors)."""
+    cdef Py_ssize_t k, m = n_rows * x.shape[1]
+    cdef double* xs
+    cdef double* rs
+    cdef const double* ps
+    cdef const double* qs
+    if m == 0:
+        return
+    xs = &x[0, 0]; rs = &r[0, 0]; ps = &p_[0, 0]; qs = &q[0, 0]
+    for k in prange(m, nogil=True, schedule='static', num_threads=max(1, n_threads)):
+        xs[k] = xs[k] + alpha * ps[k]
+        rs[k] = rs[k] - alpha * qs[k]
 
 
 def xpby(const double[:, ::1] z, double beta, double[:, ::1] p_, Py_ssize_t n_rows,
          int n_threads):
-    """p = z + beta p (rows < n_rows)."""
-    cdef Py_ssize_t p
-    cdef int k, nd = z.shape[1]
-    for p in prange(n_rows, nogil=True, schedule='static', num_threads=max(1, n_threads)):
-        for k in range(nd):
-            p_[p, k] = z[p, k] + beta * p_[p, k]
+    """p = z + beta p (rows < n_rows; the arrays as flat vectors)."""
+    cdef Py_ssize_t k, m = n_rows * z.shape[1]
+    cdef double* ps
+    cdef const double* zs
+    if m == 0:
+        return
+    ps = &p_[0, 0]; zs = &z[0, 0]
+    for k in prange(m, nogil=True, schedule='static', num_threads=max(1, n_threads)):
+        ps[k] = zs[k] + beta * ps[k]
 
 
 def partials(const double[::1] values):
@@ -578,13 +603,13 @@ cdef void sgs_row(const long[::1] start, const int[::1] nBall, const double[:, :
         if q < 0:
             continue
         if (forward and colour[q, 0] < k) or (not forward and colour[q, 0] > k):
-            block_mul(&nK[t, 0], &out[q, 0], s, True, nd)
+            block_mul_nd(&nK[t, 0], &out[q, 0], s, True, nd)
     if forward:
         for r in range(nd):
             s[r] = rhs[p, r] - s[r]
-        block_mul(&inv[p, 0], s, &out[p, 0], False, nd)
+        block_mul_nd(&inv[p, 0], s, &out[p, 0], False, nd)
     else:
-        block_mul(&inv[p, 0], s, z, False, nd)
+        block_mul_nd(&inv[p, 0], s, z, False, nd)
         for r in range(nd):
             out[p, r] = rhs[p, r] - z[r]
 
