@@ -309,6 +309,7 @@ class Operator:
         strained by eps reaches r (1 + n . eps n) along n (first order)."""
         sim, c = self.sim, self.contacts
         st, n_own = sim.store, sim.store.n_own
+        self.scheme.check(sim)          # materials added since the first step
         table = np.array([elasticity(m.young, m.poisson, sim.domain.dim).ravel()
                           for m in sim.materials.materials]).reshape(-1, 36)
         self.elastic = np.ascontiguousarray(table[st.material[:n_own]])
