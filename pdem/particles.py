@@ -35,6 +35,11 @@ FIELDS = {
     "angmom": (np.float64, 3),
     # the shape template (pdem/shape_templates.py) of a clump or polyhedron
     "template": (np.int32, 0),
+    # deformable DDA particles (docs/dda.md): strain (engineering shears), stress and
+    # strain rate in Voigt order (xx, yy, zz, yz, zx, xy); zero for rigid particles
+    "strain": (np.float64, 6),
+    "stress": (np.float64, 6),
+    "strain_rate": (np.float64, 6),
 }
 
 SHAPES = {"sphere": 0, "ellipsoid": 1, "ellipse": 2, "clump": 3, "polyhedron": 4, "polygon": 5}

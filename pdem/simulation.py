@@ -1047,7 +1047,8 @@ class Simulation:
                "angular_velocity": st.angvel[:n], "force": st.force[:n],
                "torque": st.torque[:n], "radius": st.radius[:n], "mass": st.mass[:n],
                "orientation": st.orient[:n], "material": st.material[:n],
-               "shape": st.shape[:n], "template": st.template[:n]}
+               "shape": st.shape[:n], "template": st.template[:n],
+               "strain": st.strain[:n], "stress": st.stress[:n]}
         # semi-axes and principal moments (spheres: r and their scalar moment, thrice)
         sphere = st.shape[:n] == 0
         out["semi_axes"] = np.where(sphere[:, None], st.radius[:n, None], st.semi_axes[:n])

@@ -17,7 +17,8 @@ fired, pdem/events.py), `motions` (JSON: the wall motion laws, pdem/motion.py),
 a == b); `region_walls/{material,<i>}` (level-set walls, each region pickled);
 `particles/<field>` for every field of pdem.particles.FIELDS plus `build_pos`, the
 position at the last neighbor build (rows in no particular order; ids stored; the shape
-fields since version 7, `template` since 8, zero = spheres when reading older files);
+fields since version 7, `template` since 8, `strain`, `stress`, `strain_rate` since 10,
+zero = spheres, rigid when reading older files);
 `templates/` the shape templates (clumps, polyhedra: pdem.shape_templates.ShapeTemplates);
 `interactions/<kind>/{key,active,state}` for every interaction kind (pdem.contact.kinds:
 pair, plane, mesh, ...), the active contact rows (L6Geom state and law history) keyed as
@@ -53,17 +54,18 @@ from ..particles import FIELDS
 from ..scheme import from_description
 from .frames import collective_transfer, row_offsets, write_slab
 
-VERSION = 9         # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bit id keys;
+VERSION = 10        # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bit id keys;
                     # 4: 2D boundary segments and points; 5: bonds; 6: region walls;
                     # 7: particle shapes (shape, semi_axes, inertia_body, angmom) and the
                     # ellipsoid kinds; 8: shape templates (pdem/shape_templates.py) and
                     # the energy tracker's sums (attribute `energy`), the periodic cell
                     # (group "cell", pdem/cell.py); 9: the clump kinds,
                     # rows with a sub-key (pdem/contact/clump_kinds.py), and the polyhedron
-                    # kinds (docs/polyhedra.md)
-READS = (5, 6, 7, 8, 9)  # older files: no region walls (5), no shapes (5, 6): spheres only
+                    # kinds (docs/polyhedra.md); 10: the strain, stress and strain rate
+                    # of deformable DDA particles (docs/dda.md)
+READS = (5, 6, 7, 8, 9, 10)  # older files: no region walls (5), no shapes (5, 6): spheres only
 SINCE = {"shape": 7, "semi_axes": 7, "inertia_body": 7, "angmom": 7,   # particle fields
-         "template": 8}                                              # newer than format 5
+         "template": 8, "strain": 10, "stress": 10, "strain_rate": 10}   # newer than 5
 SHAPE_KINDS = ("ellpair", "ellplane")
 CLUMP_KINDS = ("clump", "clplane")     # since format 9
 POLY_KINDS = ("phpair", "phplane")      # since format 9

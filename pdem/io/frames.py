@@ -29,7 +29,8 @@ from .xdmf import XdmfIndex, describe
 PARTICLE_FIELDS = {"id": "1", "position": "L", "velocity": "L/T", "angular_velocity": "1/T",
                    "orientation": "1", "radius": "L", "force": "M L/T^2",
                    "torque": "M L^2/T^2", "material": "1", "mass": "M", "shape": "1",
-                   "semi_axes": "L", "inertia": "M L^2", "template": "1"}
+                   "semi_axes": "L", "inertia": "M L^2", "template": "1", "strain": "1",
+                   "stress": "M/(L T^2)"}
 DEFAULT_FIELDS = ("id", "position", "velocity", "angular_velocity", "orientation", "radius",
                   "force", "torque", "material")
 SHAPE_FIELDS = ("shape", "semi_axes", "template")   # added to the defaults with non-spheres

@@ -16,7 +16,7 @@ from scenes import assert_restart_on_one_rank, assert_same_state, state
 STEPS = 40
 
 
-def dda_pile(comm, dim=3, seed=11, **options):
+def dda_pile(comm, dim=3, seed=11, young=None, **options):
     """Spheres (disks) on a lattice just apart, layers staggered, in a box periodic in
     x, on a plane floor (3D: between side walls), settling under gravity with DDA."""
     rng = np.random.default_rng(seed)
@@ -35,7 +35,7 @@ def dda_pile(comm, dim=3, seed=11, **options):
         walls = (((0, 0, 0), (0, 1, 0)),)
     sim = pdem.Simulation(dom, 2e-3, gravity=gravity, comm=comm,
                           scheme=pdem.DDA(penalty=1e8, tol=1e-3, **options))
-    sim.material("m", 2500.0, friction=0.5)
+    sim.material("m", 2500.0, friction=0.5, young=young)
     for point, normal in walls:
         sim.add_plane(point, normal, "m")
     layer = np.rint(g[:, dim - 1] / h - 0.5)
@@ -48,8 +48,8 @@ def dda_pile(comm, dim=3, seed=11, **options):
     return sim
 
 
-def _run(comm, steps, dim=3):
-    sim = dda_pile(comm, dim)
+def _run(comm, steps, dim=3, **options):
+    sim = dda_pile(comm, dim, **options)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pdem.DDAWarning)
         sim.run(steps)
@@ -88,3 +88,39 @@ def test_dda_restart_on_one_rank_is_bitwise_identical(shared_dir):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pdem.DDAWarning)
         assert_restart_on_one_rank(_run, os.path.join(shared_dir, "dda.h5"), 20)
+
+
+def _deformable(comm, steps, dim=2, **options):
+    """The pile of deformable particles (soft enough to strain 1e-4)."""
+    return _run(comm, steps, dim, rigid=False, young=1e7, **options)
+
+
+@pytest.mark.slow
+@pytest.mark.mpi(min_size=1)
+@pytest.mark.parametrize("dim, options", [(2, {}), (3, {}), (2, {"preconditioner": "sgs"}),
+                                          (3, {"preconditioner": "sgs"})])
+def test_deformable_dda_identical_on_any_rank_count(dim, options):
+    """rigid=False: the 12 x 12 rows, the strain drift and update, the deformed gaps of
+    ghosts: the same bits (stresses and strains too) on any number of ranks; and with
+    the multicolour Gauss-Seidel preconditioner (colours from hashed ids, ghost rows
+    refreshed after each colour)."""
+    comm = MPI.COMM_WORLD
+    steps = 20
+    sim = _deformable(comm, steps, dim, **options)
+    got = state(sim)
+    ref = None
+    if comm.rank == 0:
+        alone = _deformable(MPI.COMM_SELF, steps, dim, **options)
+        ref = (state(alone), alone.scheme.total_cg)
+    ref = comm.bcast(ref, root=0)
+    assert_same_state(got, ref[0])
+    assert sim.scheme.total_cg == ref[1]
+    assert np.max(np.abs(got[0]["strain"])) > 1e-6
+
+
+@pytest.mark.slow
+@pytest.mark.mpi(min_size=1)
+def test_deformable_dda_restart_on_one_rank_is_bitwise_identical(shared_dir):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pdem.DDAWarning)
+        assert_restart_on_one_rank(_deformable, os.path.join(shared_dir, "dda_def.h5"), 10)
