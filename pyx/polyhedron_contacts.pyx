@@ -21,12 +21,13 @@ of pdem.shape_templates, indexed by the particle's `template`.
 
 Contact models (per material pair, `contact_model`; pdem/contact/polyhedron_kinds.py;
 pairs of two polyhedra and polyhedron-plane contacts, other pairs always use the first):
-MINKOWSKI (above); VOLUME, seed 002's contact-volume ECC model: w = k_v V with V the
-volume of A n B (clip_volume.pxd), F_B = -k_v S_B, M_B = -k_v (G_B - x_B x S_B): the
-normal force k_v |S_B| along n = -S_B / |S_B| acts on the line x_c = S x G / |S|^2 +
-lambda n (lambda: the point of the line nearest the centroid of A n B) with the couple
--k_v (G . S) S / |S|^2 about n; the force enters contact_update as the equivalent overlap
-d_eq at which the pair's normal law gives k_v |S| (Hooke: k_v |S| / k_n), so damping,
+MINKOWSKI (above); VOLUME, seed 002's contact-volume ECC model: w = k_v V^p / p with V
+the volume of A n B (clip_volume.pxd; p = 1, the seed's linear w, by default), so with
+k = w'(V) = k_v V^(p-1): F_B = -k S_B, M_B = -k (G_B - x_B x S_B): the normal force
+k |S_B| along n = -S_B / |S_B| acts on the line x_c = S x G / |S|^2 + lambda n (lambda:
+the point of the line nearest the centroid of A n B) with the couple -k (G . S) S /
+|S|^2 about n; the force enters contact_update as the equivalent overlap d_eq at which
+the pair's normal law gives k |S| (Hooke: k |S| / k_n), so damping,
 the tangential spring, friction, rolling and twisting act on L6Geom's u and phi as for
 every shape (seed 000); COMMON_PLANE (Cundall 1988, the comparison the seed names): the
 plane maximising the gap between A and B, for overlapping convex bodies the plane normal
@@ -42,7 +43,7 @@ the smaller bounding radius.
 """
 cimport cython
 from cython.parallel cimport prange
-from libc.math cimport INFINITY, fabs, sqrt, cbrt
+from libc.math cimport INFINITY, fabs, sqrt, cbrt, pow
 from libc.stdlib cimport malloc, free
 from vecmath cimport v3, V, vld, vst, vadd, vsub, vscale, vdot, vunit, vcross, vnorm, mdot, \
     mtdot, q2m, quat, image_shift, image_velocity, cell_moving, m33
@@ -86,6 +87,13 @@ cdef inline double _equivalent_overlap(const double* P, double reff, double f) n
         return f / (P[P_KN0] + P[P_KN1] * reff)
     a = f / ((4.0 / 3.0) * P[P_ESTAR] * sqrt(reff))
     return cbrt(a * a)
+
+
+cdef inline double _volume_k(const double* law, double vol) noexcept nogil:
+    """w'(V) of w = k_v V^p / p (law: k_v, p)."""
+    if law[1] == 1.0:
+        return law[0]
+    return law[0] * pow(vol, law[1] - 1.0)
 
 
 cdef inline v3 _volume_point(CVSums* part, v3 Q, double vol, v3 n) noexcept nogil:
@@ -181,7 +189,7 @@ cdef double _pair_one(Py_ssize_t k, int a, int b, const double[:, ::1] pos,
                       const int[::1] material, const long[::1] voff,
                       const double[:, ::1] vdata, const long[::1] toff,
                       const double[:, ::1] tdata, const double[:, ::1] pair_table,
-                      const signed char[::1] models, const double[::1] kvol, int nmat,
+                      const signed char[::1] models, const double[:, ::1] kvol, int nmat,
                       double dt, int flags, double tol, int max_iter, bint warm,
                       signed char[::1] active, double[:, ::1] state, double[:, ::1] branch,
                       int[::1] iters, signed char[::1] status) noexcept nogil:
@@ -190,7 +198,7 @@ cdef double _pair_one(Py_ssize_t k, int a, int b, const double[:, ::1] pos,
     cdef MinkResult res
     cdef CVSums sa, sb
     cdef v3 x2, n0, c, v2, q
-    cdef double m1, m2, r1, r2, un, area, vol, ratio
+    cdef double m1, m2, r1, r2, un, area, vol, ratio, kv = 0.0
     cdef int mp = material[a] * nmat + material[b], model = MODEL_MINKOWSKI, cnt
     cdef Load L
     cdef double* row = &state[k, 0]
@@ -219,7 +227,8 @@ cdef double _pair_one(Py_ssize_t k, int a, int b, const double[:, ::1] pos,
         status[k] = MK_OVERLAP
         res.n = vscale(sb.S, -1.0 / area)               # from A to B
         c = _volume_point(&sb, vadd(sa.Q, sb.Q), vol, res.n)
-        un = -_equivalent_overlap(&pair_table[mp, 0], r1 * r2 / (r1 + r2), kvol[mp] * area)
+        kv = _volume_k(&kvol[mp, 0], vol)
+        un = -_equivalent_overlap(&pair_table[mp, 0], r1 * r2 / (r1 + r2), kv * area)
         ratio = vol / area / (r1 if r1 < r2 else r2)   # the mean depth V / |S|
     else:
         A = _body(a, V(0.0, 0.0, 0.0), shape, template, orient, semi_axes, radius, voff,
@@ -262,7 +271,7 @@ cdef double _pair_one(Py_ssize_t k, int a, int b, const double[:, ::1] pos,
                        r1 * r2 / (r1 + r2), &pair_table[mp, 0], dt, flags, &active[k], row,
                        NULL)
     if model == MODEL_VOLUME:
-        _add_couple(row, &sb, kvol[mp])
+        _add_couple(row, &sb, kv)
     vst(&branch[k, 0], c)
     vst(&branch[k, 3], vsub(c, x2))
     return ratio
@@ -279,12 +288,12 @@ def polyhedron_pairs(const int[::1] i1, const int[::1] i2, const double[:, ::1] 
                      const int[::1] material, const long[::1] voff,
                      const double[:, ::1] vdata, const long[::1] toff,
                      const double[:, ::1] tdata, const double[:, ::1] pair_table,
-                     const signed char[::1] models, const double[::1] kvol,
+                     const signed char[::1] models, const double[:, ::1] kvol,
                      int n_materials, double dt, int flags, double tol, int max_iter,
                      signed char[::1] active, double[:, ::1] state, double[:, ::1] branch,
                      int[::1] iters, signed char[::1] status, int n_threads, bint warm=True):
     """Update every candidate pair (at least one polyhedron). models, kvol: the contact
-    model (MODEL_*) and k_v of each material pair (index a * n + b). Returns (worst
+    model (MODEL_*) and the volume law (k_v, p) of each material pair (row a * n + b). Returns (worst
     overlap ratio, its pair or -1, first pair whose GJK/EPA or clipping failed or -1,
     contacts, their total and largest GJK + EPA iteration counts)."""
     cdef Py_ssize_t m = i1.shape[0], k
@@ -320,7 +329,7 @@ cdef double _plane_one(Py_ssize_t k, int p, int w, const double[:, ::1] pos,
                        const double[:, ::1] tdata, const double[:, ::1] plane_point,
                        const double[:, ::1] plane_normal, const double[:, ::1] plane_vel,
                        const int[::1] plane_material, const double[:, ::1] pair_table,
-                       const signed char[::1] models, const double[::1] kvol,
+                       const signed char[::1] models, const double[:, ::1] kvol,
                        int nmat, double dt, int flags, signed char[::1] active,
                        double[:, ::1] state, double[:, ::1] branch) noexcept nogil:
     """Plane w = body 1 (the foot of the perpendicular from the centre), polyhedron p =
@@ -334,7 +343,7 @@ cdef double _plane_one(Py_ssize_t k, int p, int w, const double[:, ::1] pos,
     rest on it (with the deepest vertex alone, the force would jump from corner to corner
     every step: a face-down cube would rattle). VOLUME: the plane is one clipping
     half-space, m . x <= 0 about the foot point: S, G of the polyhedron's surface below
-    it, F = -k_v S = k_v A m (A the area of the cut), on the line through the cut's
+    it, F = -w'(V) S = w'(V) A m (A the area of the cut), on the line through the cut's
     centroid (G . S = 0: no couple). COMMON_PLANE: the plane itself, the deepest vertex's
     depth, the force at the centroid of the vertices below it."""
     cdef m33 M
@@ -386,7 +395,8 @@ cdef double _plane_one(Py_ssize_t k, int p, int w, const double[:, ::1] pos,
             active[k] = 0
             return -1.0
         c = _volume_point(&sp, sp.Q, sp.vol, mm)
-        un = -_equivalent_overlap(&pair_table[mp, 0], radius[p], kvol[mp] * area)
+        un = -_equivalent_overlap(&pair_table[mp, 0], radius[p],
+                                  _volume_k(&kvol[mp, 0], sp.vol) * area)
         dmax = sp.vol / area                 # the mean depth, for max_overlap
     elif model == MODEL_COMMON_PLANE:
         sb = vadd(x2, mtdot(M, vscale(sb, 1.0 / nbelow)))
@@ -420,7 +430,7 @@ def polyhedron_plane(const int[::1] particle, const int[::1] plane, const double
                      const double[:, ::1] tdata, const double[:, ::1] plane_point,
                      const double[:, ::1] plane_normal, const double[:, ::1] plane_vel,
                      const int[::1] plane_material, const double[:, ::1] pair_table,
-                     const signed char[::1] models, const double[::1] kvol,
+                     const signed char[::1] models, const double[:, ::1] kvol,
                      int n_materials, double dt, int flags, signed char[::1] active,
                      double[:, ::1] state, double[:, ::1] branch, int n_threads):
     """Update every polyhedron-plane candidate; returns (worst overlap ratio, its row)."""
