@@ -236,3 +236,30 @@ def test_volume_law_energy_error_is_second_order_without_drift():
     assert during1 / during2 >= 3.0
     assert during2 < 1e-4
     assert abs(after1) <= during1 and abs(after2) <= during2
+
+
+def test_stack_of_two_cubes_carries_its_weight_with_the_volume_law():
+    """A cube dropped on a cube resting on a plane (offset sideways, w = k_v V^2 / 2 so
+    that a face contact has a stiffness k_v A^2), friction: the stack stands, the
+    lower cube's plane load averages 2 W and the top cube sits a side above the lower
+    one (the overlaps: W / (k_v A^2) and 2 W / (k_v A^2), 1e-5 a here). The volume law
+    has no rocking stiffness at constant V (docs/polyhedra.md), so the stack keeps a
+    slow, small rocking: the load is averaged, not fixed."""
+    a, kv = 0.04, 1.6e10
+    sim = box(0.4, dt=2e-4, gravity=(0, 0, -G))
+    m = sim.material("m", density=1000.0, kn=1e4, friction=0.5, restitution=0.05,
+                     contact_model="volume", volume_stiffness=kv, volume_power=2.0,
+                     twisting_friction=0.3, twisting_stiffness=0.3)
+    sim.add_plane((0, 0, 0), (0, 0, 1), m)
+    sim.add_polyhedra([[0.2, 0.2, a / 2], [0.203, 0.198, 1.55 * a]], P.cube(a), m)
+    W = sim.particles()["mass"][0] * G
+    sim.run(4000)
+    load = []
+    for _ in range(20):
+        sim.run(100)
+        load.append(-sim.plane_forces()[0][2])
+    p = sim.particles()
+    assert np.mean(load) / (2 * W) == pytest.approx(1.0, abs=2e-3)
+    assert p["position"][1, 2] - p["position"][0, 2] == pytest.approx(a, abs=1e-3 * a)
+    assert np.abs(p["position"][1, :2] - [0.203, 0.198]).max() < 0.05 * a
+    assert sim.n_contacts == 2
