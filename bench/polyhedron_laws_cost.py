@@ -23,7 +23,8 @@ def scene(n, shape, model):
     side = int(np.ceil(n ** (1 / 3)))
     L = 0.3 * side
     sim = pdem.Simulation(pdem.Domain((0, 0, 0), (L, L, L), periodic=(True,) * 3), dt=1e-6,
-                          gravity=(0, 0, 0), comm=MPI.COMM_SELF, threads=1)
+                          gravity=(0, 0, 0), comm=MPI.COMM_SELF, threads=1,
+                          max_overlap=0.95)
     law = {} if model is None else {"contact_model": model, "volume_stiffness": 1e6}
     m = sim.material("m", density=1000.0, kn=1e4, friction=0.5, restitution=0.5, **law)
     rng = np.random.default_rng(1)
@@ -37,8 +38,8 @@ def scene(n, shape, model):
     body = P.rock(16, seed=2, axes=(0.05, 0.04, 0.035)) if shape == "rock" else P.cube(0.06)
     q = rng.normal(size=(2 * n, 4))
     q /= np.linalg.norm(q, axis=1)[:, None]
-    # B along d at 0.9 x the distance where the bounding spheres touch: most overlap
-    sim.add_polyhedra(np.vstack([c, c + 0.75 * 2 * body.bound * d]), body, m, orientations=q)
+    # B along d at 0.6 x the distance where the bounding spheres touch: most overlap
+    sim.add_polyhedra(np.vstack([c, c + 1.2 * body.bound * d]), body, m, orientations=q)
     return sim
 
 

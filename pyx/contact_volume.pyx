@@ -13,6 +13,8 @@ Each outward triangle of one body is clipped by the face planes of the other
 """
 from clip_volume cimport CVSums, cv_zero, cv_planes, cv_surface
 from libc.stdlib cimport malloc, free
+from libc.math cimport INFINITY
+from vecmath cimport V
 import numpy as np
 
 
@@ -35,9 +37,11 @@ def contact_volume(va, ta, vb, tb):
     with nogil:
         cv_planes(&a[0, 0], &fa[0, 0], na, planes)
         cv_planes(&b[0, 0], &fb[0, 0], nb, planes + 4 * na)
-        ok = cv_surface(&a[0, 0], &fa[0, 0], na, planes + 4 * na, nb, &sa)
+        ok = cv_surface(&a[0, 0], a.shape[0], &fa[0, 0], na, planes + 4 * na, nb,
+                        V(0.0, 0.0, 0.0), INFINITY, &sa)
         if ok == 0:
-            ok = cv_surface(&b[0, 0], &fb[0, 0], nb, planes, na, &sb)
+            ok = cv_surface(&b[0, 0], b.shape[0], &fb[0, 0], nb, planes, na,
+                            V(0.0, 0.0, 0.0), INFINITY, &sb)
     free(planes)
     if ok != 0:
         raise ValueError("contact_volume: a clipped polygon exceeded the capacity")

@@ -132,7 +132,8 @@ cdef inline m33 _rot(const double[:, ::1] orient, int p) noexcept nogil:
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-cdef int _volume(int a, int b, v3 x2, const double[:, ::1] orient, const int[::1] template,
+cdef int _volume(int a, int b, v3 x2, const double[::1] radius,
+                 const double[:, ::1] orient, const int[::1] template,
                  const long[::1] voff, const double[:, ::1] vdata, const long[::1] toff,
                  const double[:, ::1] tdata, CVSums* sa, CVSums* sb) noexcept nogil:
     """The contact-volume sums of polyhedra a (at the origin) and b (at x2): sa, the part
@@ -155,9 +156,10 @@ cdef int _volume(int a, int b, v3 x2, const double[:, ::1] orient, const int[::1
     _world_vertices(&vdata[voff[tb], 0], nvb, _rot(orient, b), x2, wb)
     cv_planes(wa, &tdata[toff[ta], 0], nta, pa)
     cv_planes(wb, &tdata[toff[tb], 0], ntb, pb)
-    ok = cv_surface(wa, &tdata[toff[ta], 0], nta, pb, ntb, sa)
+    ok = cv_surface(wa, nva, &tdata[toff[ta], 0], nta, pb, ntb, x2, radius[b], sa)
     if ok == 0:
-        ok = cv_surface(wb, &tdata[toff[tb], 0], ntb, pa, nta, sb)
+        ok = cv_surface(wb, nvb, &tdata[toff[tb], 0], ntb, pa, nta, V(0.0, 0.0, 0.0),
+                        radius[a], sb)
     free(wa)
     return ok
 
@@ -215,7 +217,8 @@ cdef double _pair_one(Py_ssize_t k, int a, int b, const double[:, ::1] pos,
     if shape[a] == SHAPE_POLYHEDRON and shape[b] == SHAPE_POLYHEDRON:
         model = models[mp]
     if model == MODEL_VOLUME:
-        if _volume(a, b, x2, orient, template, voff, vdata, toff, tdata, &sa, &sb) != 0:
+        if _volume(a, b, x2, radius, orient, template, voff, vdata, toff, tdata, &sa,
+                   &sb) != 0:
             status[k] = MK_FAILED
             iters[k] = CLIP_OVERFLOW
             return -1.0
@@ -387,8 +390,8 @@ cdef double _plane_one(Py_ssize_t k, int p, int w, const double[:, ::1] pos,
             return -1.0
         plane[0] = mm.x; plane[1] = mm.y; plane[2] = mm.z; plane[3] = 0.0
         cv_zero(&sp)
-        ok = cv_surface(_world_vertices(v, nv, M, x2, wv), &tdata[toff[t], 0], nt, plane,
-                        1, &sp)
+        ok = cv_surface(_world_vertices(v, nv, M, x2, wv), nv, &tdata[toff[t], 0], nt,
+                        plane, 1, V(0.0, 0.0, 0.0), INFINITY, &sp)
         free(wv)
         area = vnorm(sp.S)
         if ok != 0 or not (sp.vol > 0.0 and area > 0.0):
