@@ -263,3 +263,13 @@ def test_stack_of_two_cubes_carries_its_weight_with_the_volume_law():
     assert p["position"][1, 2] - p["position"][0, 2] == pytest.approx(a, abs=1e-3 * a)
     assert np.abs(p["position"][1, :2] - [0.203, 0.198]).max() < 0.05 * a
     assert sim.n_contacts == 2
+
+
+def test_spheres_keep_the_minkowski_law_with_a_volume_material():
+    """A sphere pressed 1e-4 into a cube's face, both of a 'volume' material: the pair is
+    no pair of polytopes, so the Minkowski law gives k_n delta (docs/polyhedra.md)."""
+    def place(sim, m):
+        sim.add_polyhedra([[0.2, 0.2, 0.1]], P.cube(0.1), m)
+        sim.add_spheres([[0.23, 0.19, 0.1 + 0.05 + 0.02 - 1e-4]], [0.02], m)
+    c, _ = one_step(place)
+    assert np.allclose(c["force"][0], [0, 0, 1e4 * 1e-4], rtol=1e-6)
