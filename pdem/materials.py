@@ -25,6 +25,13 @@ Laws (per pair):
            a normal impact rebounds with exactly the input restitution e.
 Rolling and twisting resistance (both laws): elastic-plastic on phi, stiffness
 rolling_stiffness * k_t * R*^2, limit rolling_friction * R* * F_n (same for twisting).
+Contact models of polyhedra (docs/polyhedra.md; pairs of two polyhedra and polyhedron-plane
+contacts): contact_model 'minkowski' (default: the Minkowski-overlap ECC law), 'volume'
+(the contact-volume ECC law w = k_v V^p / p, F_n = k_v V^(p-1) S_n with k_v =
+volume_stiffness and p = volume_power, default 1: the seed's linear w = k_v V, F_n = k_v
+S_n, k_v in N/m^2) or 'common_plane' (Cundall 1988); two materials with different models
+need Simulation.pair(..., contact_model=...); volume_stiffness mixes as kn, volume_power
+as the mean.
 Cohesion (per pair, pyx/laws.pxd, docs/laws.md): cohesion='dmt' or 'jkr' with
 surface_energy W (the work of adhesion, J/m^2), or 'linear' with cohesion_density k_c
 (J/m^3); W and k_c mix as geometric means (zero when one material has none).
@@ -40,6 +47,7 @@ from .errors import InputError
 COL = _k.law_columns()
 LAWS = ("hooke", "hertz")
 COHESIONS = (None, "dmt", "jkr", "linear")      # the codes of laws.pxd COH_*
+CONTACT_MODELS = ("minkowski", "volume", "common_plane")   # polyhedron_contacts MODEL_*
 
 
 @dataclass
@@ -63,6 +71,9 @@ class Material:
     cohesion: str = None
     surface_energy: float = 0.0
     cohesion_density: float = 0.0
+    contact_model: str = "minkowski"
+    volume_stiffness: float = None
+    volume_power: float = 1.0
     index: int = field(default=-1, compare=False)
 
     def check(self, stiffness=True):
@@ -79,8 +90,10 @@ class Material:
         positive("density", allow_none=False)
         if self.law not in LAWS:
             raise InputError("material %r: law must be one of %s, got %r" % (self.name, LAWS, self.law))
-        for name in ("young", "kn", "kt"):
+        for name in ("young", "kn", "kt", "volume_stiffness"):
             positive(name)
+        check_model("material %r" % self.name, self.contact_model, self.volume_stiffness,
+                    self.volume_power)
         for name in ("gamma_n", "gamma_t", "friction", "rolling_friction", "rolling_stiffness",
                      "twisting_friction", "twisting_stiffness"):
             positive(name, allow_zero=True)
@@ -123,6 +136,22 @@ def check_cohesion(where, cohesion, surface_energy, cohesion_density, stiffness=
                                         "cohesion_density", surface_energy or cohesion_density))
 
 
+def check_model(where, model, volume_stiffness, volume_power):
+    """One clear line for a bad polyhedron contact model (docs/polyhedra.md)."""
+    if volume_stiffness is not None and not (0 < volume_stiffness < math.inf):
+        raise InputError("%s: volume_stiffness must be positive, got %r" % (where,
+                                                                           volume_stiffness))
+    if not (1.0 <= volume_power < math.inf):
+        raise InputError("%s: volume_power must be >= 1 (w = k_v V^p / p), got %r" % (
+            where, volume_power))
+    if model not in CONTACT_MODELS:
+        raise InputError("%s: contact_model must be one of %s, got %r" % (
+            where, ", ".join(repr(c) for c in CONTACT_MODELS), model))
+    if model == "volume" and volume_stiffness is None:
+        raise InputError("%s: contact_model 'volume' needs volume_stiffness (k_v in w = k_v "
+                         "V^p / p, F_n = k_v V^(p-1) S_n; N/m^2 for p = 1)" % where)
+
+
 def _harmonic(a, b):
     if a is None or b is None:
         return None
@@ -162,7 +191,10 @@ def mix(m1, m2):
         twisting_friction=min(m1.twisting_friction, m2.twisting_friction),
         rolling_stiffness=_mean(m1.rolling_stiffness, m2.rolling_stiffness),
         twisting_stiffness=_mean(m1.twisting_stiffness, m2.twisting_stiffness),
-        limit_damping=m1.limit_damping or m2.limit_damping)
+        limit_damping=m1.limit_damping or m2.limit_damping,
+        contact_model=m1.contact_model if m1.contact_model == m2.contact_model else None,
+        volume_stiffness=_harmonic(m1.volume_stiffness, m2.volume_stiffness),
+        volume_power=_mean(m1.volume_power, m2.volume_power))
 
 
 def _mix_over(a, b, over):
@@ -233,7 +265,7 @@ class MaterialTable:
         self.materials = []
         self.by_name = {}
         self.overrides = {}
-        self._table = self._coefficients = None
+        self._table = self._coefficients = self._models = None
 
     def add(self, name, density, **params):
         if name in self.by_name:
@@ -247,7 +279,7 @@ class MaterialTable:
         m.index = len(self.materials)
         self.materials.append(m)
         self.by_name[name] = m
-        self._table = self._coefficients = None
+        self._table = self._coefficients = self._models = None
         return m
 
     def _planar_check(self, where, cohesion):
@@ -286,8 +318,16 @@ class MaterialTable:
             check_cohesion("pair (%r, %r)" % (a.name, b.name), p["cohesion"],
                            p["surface_energy"], p["cohesion_density"], self.stiffness)
             self._planar_check("pair (%r, %r)" % (a.name, b.name), p["cohesion"])
+        if {"contact_model", "volume_stiffness", "volume_power"} & set(params):
+            try:
+                p = _mix_over(a, b, params)
+            except InputError:               # different laws, not set here
+                p = {"contact_model": None, "volume_stiffness": None, "volume_power": 1.0}
+            p.update(params)
+            check_model("pair (%r, %r)" % (a.name, b.name), p["contact_model"],
+                        p["volume_stiffness"], p["volume_power"])
         self.overrides[(min(a.index, b.index), max(a.index, b.index))] = dict(params)
-        self._table = self._coefficients = None
+        self._table = self._coefficients = self._models = None
 
     def pair_params(self, a, b):
         """Resolved parameters of a pair (after mixing and overrides)."""
@@ -345,6 +385,26 @@ class MaterialTable:
             r[COL["zeta"]] = damping_ratio_linear(1.0 if e is None else e)
             r[COL["ct_ratio"]] = 0.5
         return r
+
+    def contact_models(self):
+        """(model codes int8 (n_materials^2,), volume law (n_materials^2, 2): k_v, p) (row
+        a*n + b) for the polyhedron kinds: the index in CONTACT_MODELS, -1 for a pair of
+        materials with different models (refused when such a pair touches)."""
+        if self._models is None:
+            n = len(self.materials)
+            code, kv = np.full(max(n * n, 1), -1, np.int8), np.zeros((max(n * n, 1), 2))
+            for a in self.materials:
+                for b in self.materials:
+                    try:
+                        p = self.pair_params(a, b)[0]
+                    except InputError:          # different laws: the pair table refuses it
+                        continue
+                    if p["contact_model"] is not None:
+                        code[a.index * n + b.index] = CONTACT_MODELS.index(p["contact_model"])
+                        kv[a.index * n + b.index] = (p["volume_stiffness"] or 0.0,
+                                                     p["volume_power"])
+            self._models = (code, kv)
+        return self._models
 
     def coefficients(self):
         """(friction, restitution) of every pair, two (n_materials^2,) arrays (index

@@ -1,6 +1,7 @@
 """Convex polyhedra on several ranks (issue 17): rocks, cubes, ellipsoids and spheres
 thrown about over a plane give the same bits on any rank and thread count, and a restart
-(on another rank count) continues bit for bit. Run with
+(on another rank count) continues bit for bit; likewise rocks and cubes with the
+contact-volume and common-plane models. Run with
 `mpirun -n N python -m pytest --with-mpi tests/mpi/test_polyhedra_mpi.py`, N = 1..4."""
 import os
 
@@ -46,6 +47,33 @@ def tumbler(comm, threads=1):
     return sim
 
 
+def models(comm, threads=1):
+    """Rocks and cubes, half with the contact-volume law, half with the common plane (and
+    the common plane between the two), over a plane of the volume material."""
+    sim = pdem.Simulation(pdem.Domain((0, 0, 0), (0.6, 0.45, 0.5), periodic=(True, True, False)),
+                          dt=2e-4, gravity=(0, 0, -9.81), comm=comm, threads=threads,
+                          check_ids=True)
+    mv = sim.material("vol", density=1000.0, kn=1e4, friction=0.4, restitution=0.4,
+                      contact_model="volume", volume_stiffness=3e6)
+    mc = sim.material("cp", density=1000.0, kn=1e4, friction=0.4, restitution=0.4,
+                      contact_model="common_plane")
+    sim.pair(mv, mc, contact_model="common_plane")
+    sim.add_plane((0, 0, 0), (0, 0, 1), mv)
+    rng = np.random.default_rng(9)
+    g = np.arange(0.05, 0.6, 0.1)
+    x, y, z = np.meshgrid(g, g[g < 0.45], [0.05, 0.13], indexing="ij")
+    pos = np.column_stack([x.ravel(), y.ravel(), z.ravel()]) + rng.uniform(-0.01, 0.01,
+                                                                          (x.size, 3))
+    q = rng.normal(size=(len(pos), 4))
+    q /= np.linalg.norm(q, axis=1)[:, None]
+    shape = [P.rock(12, seed=5, axes=(0.06, 0.045, 0.035)), P.cube(0.07)]
+    for i in range(len(pos)):
+        sim.add_polyhedra(pos[i:i + 1], shape[i % 2], (mv, mc)[(i // 2) % 2],
+                          orientations=q[i:i + 1], velocities=rng.normal(0, 1.0, (1, 3)),
+                          angular_velocities=rng.normal(0, 5, (1, 3)))
+    return sim
+
+
 def tumbler2d(comm, threads=1):
     """2D: random polygons, squares, ellipses and disks over a line, periodic along x."""
     sim = pdem.Simulation(pdem.Domain((0, 0), (1.2, 0.9), periodic=(True, False), dim=2),
@@ -80,22 +108,24 @@ def reference(comm, steps, scene=tumbler):
 
 
 @pytest.mark.mpi(min_size=1)
+@pytest.mark.parametrize("scene", [tumbler, models])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_polyhedra_same_bits_on_any_rank_and_thread_count(threads):
+def test_polyhedra_same_bits_on_any_rank_and_thread_count(threads, scene):
     comm = MPI.COMM_WORLD
-    sim = tumbler(comm, threads)
+    sim = scene(comm, threads)
     sim.run(steps=STEPS)
     got = state(sim)
     kinds = set(got[1]["kind"])
     assert {"phpair", "phplane"} <= kinds, kinds
-    shape, c = got[0]["shape"], got[1]
-    ph = c["kind"] == "phpair"
-    other = np.where(shape[c["id1"][ph]] == 4, shape[c["id2"][ph]], shape[c["id1"][ph]])
-    assert {0, 1, 4} <= set(other.tolist())          # with spheres, ellipsoids, polyhedra
+    if scene is tumbler:
+        shape, c = got[0]["shape"], got[1]
+        ph = c["kind"] == "phpair"
+        other = np.where(shape[c["id1"][ph]] == 4, shape[c["id2"][ph]], shape[c["id1"][ph]])
+        assert {0, 1, 4} <= set(other.tolist())      # with spheres, ellipsoids, polyhedra
     migrated = int(sim.collective.sum(np.array([sim.n_migrated], np.int64))[0])
     assert comm.size == 1 or migrated > 0
     if comm.size > 1 or threads > 1:
-        assert_same_state(got, reference(comm, STEPS))
+        assert_same_state(got, reference(comm, STEPS, scene))
 
 
 @pytest.mark.mpi(min_size=1)
@@ -110,15 +140,16 @@ def test_polygons_2d_same_bits_on_any_rank_and_thread_count():
 
 
 @pytest.mark.mpi(min_size=1)
-def test_polyhedra_restart_bitwise(shared_dir):
+@pytest.mark.parametrize("scene", [tumbler, models])
+def test_polyhedra_restart_bitwise(shared_dir, scene):
     """STEPS/2 on all ranks, a checkpoint, STEPS/2 more after a restart on rank 0 alone,
-    equal to the straight run."""
+    equal to the straight run (the materials' contact models travel)."""
     comm = MPI.COMM_WORLD
-    first = tumbler(comm)
+    first = scene(comm)
     first.run(steps=STEPS // 2 + 7)
     path = os.path.join(shared_dir, "poly.h5")
     first.checkpoint(path)
-    ref = reference(comm, STEPS)
+    ref = reference(comm, STEPS, scene)
     if comm.rank == 0:
         resumed = pdem.restart(path, comm=MPI.COMM_SELF)
         assert len(resumed.templates) == 2 and resumed.polyhedra
