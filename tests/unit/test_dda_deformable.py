@@ -149,9 +149,19 @@ def test_bad_input():
     sim = pdem.Simulation(pdem.Domain((0, 0), (1, 1), dim=2), 1e-3,
                           scheme=pdem.DDA(penalty=1e6, rigid=False))
     sim.material("sand", 1000.0)
+    sim.material("wall", 1000.0)                # a wall's material needs no modulus
+    sim.add_plane((0, 0, 0), (0, 1, 0), "wall")
     sim.add_spheres([(0.5, 0.5)], 0.1, "sand")
     with pytest.raises(InputError, match="material 'sand' needs young"):
         sim.step()
+    ok = pdem.Simulation(pdem.Domain((0, 0), (1, 1), dim=2), 1e-3,
+                         scheme=pdem.DDA(penalty=1e6, rigid=False))
+    ok.material("rubber", 1000.0, young=1e6)
+    ok.material("wall", 1000.0)
+    ok.add_plane((0, 0, 0), (0, 1, 0), "wall")
+    ok.add_spheres([(0.5, 0.0999)], 0.1, "rubber")
+    ok.run(3)
+    assert ok.contacts()["force"][0, 1] > 0 and ok.particles()["stress"][0, 1] < 0
 
 
 def test_same_bits_on_any_thread_count():
