@@ -164,10 +164,11 @@ def test_bad_input():
     assert ok.contacts()["force"][0, 1] > 0 and ok.particles()["stress"][0, 1] < 0
 
 
-def test_same_bits_on_any_thread_count():
+@pytest.mark.parametrize("preconditioner", ["jacobi", "sgs"])
+def test_same_bits_on_any_thread_count(preconditioner):
     runs = []
     for threads in (1, 2):
-        sim = drop(rigid=False, young=1e8, threads=threads)
+        sim = drop(rigid=False, young=1e8, threads=threads, preconditioner=preconditioner)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", pdem.DDAWarning)
             sim.run(30)
