@@ -139,13 +139,16 @@ class DDA(Scheme):
         return self.alert
 
     def check(self, sim):
-        """Deformable particles need Young's modulus of every material (one line)."""
+        """Deformable particles need Young's modulus of their materials (one line, on
+        every rank; collective)."""
         if self.rigid:
             return
-        for m in sim.materials.materials:
-            if m.young is None:
-                raise InputError("DDA(rigid=False): material %r needs young (Young's modulus) "
-                                 "for the elastic sub-matrix, got None" % m.name)
+        mats = sim.materials.materials
+        bad = [mats[k].name for k in np.unique(sim.store.material[:sim.store.n_own])
+               if mats[k].young is None]
+        sim.collective.raise_if_any(
+            "DDA(rigid=False): material %r needs young (Young's modulus) for the elastic "
+            "sub-matrix, got None" % bad[0] if bad else None, InputError)
 
     def eps(self):
         """The open-close hysteresis, OPEN_CLOSE_TOL x tol (0 before tol is resolved:
@@ -310,8 +313,8 @@ class Operator:
         sim, c = self.sim, self.contacts
         st, n_own = sim.store, sim.store.n_own
         self.scheme.check(sim)          # materials added since the first step
-        table = np.array([elasticity(m.young, m.poisson, sim.domain.dim).ravel()
-                          for m in sim.materials.materials]).reshape(-1, 36)
+        table = np.array([elasticity(m.young or 0.0, m.poisson, sim.domain.dim).ravel()
+                          for m in sim.materials.materials]).reshape(-1, 36)   # walls: no E
         self.elastic = np.ascontiguousarray(table[st.material[:n_own]])
         self.pred = np.zeros((st.n, 12))
         self.pred_stress = np.empty((n_own, 6))

@@ -149,15 +149,26 @@ def test_bad_input():
     sim = pdem.Simulation(pdem.Domain((0, 0), (1, 1), dim=2), 1e-3,
                           scheme=pdem.DDA(penalty=1e6, rigid=False))
     sim.material("sand", 1000.0)
+    sim.material("wall", 1000.0)                # a wall's material needs no modulus
+    sim.add_plane((0, 0, 0), (0, 1, 0), "wall")
     sim.add_spheres([(0.5, 0.5)], 0.1, "sand")
     with pytest.raises(InputError, match="material 'sand' needs young"):
         sim.step()
+    ok = pdem.Simulation(pdem.Domain((0, 0), (1, 1), dim=2), 1e-3,
+                         scheme=pdem.DDA(penalty=1e6, rigid=False))
+    ok.material("rubber", 1000.0, young=1e6)
+    ok.material("wall", 1000.0)
+    ok.add_plane((0, 0, 0), (0, 1, 0), "wall")
+    ok.add_spheres([(0.5, 0.0999)], 0.1, "rubber")
+    ok.run(3)
+    assert ok.contacts()["force"][0, 1] > 0 and ok.particles()["stress"][0, 1] < 0
 
 
-def test_same_bits_on_any_thread_count():
+@pytest.mark.parametrize("preconditioner", ["jacobi", "sgs"])
+def test_same_bits_on_any_thread_count(preconditioner):
     runs = []
     for threads in (1, 2):
-        sim = drop(rigid=False, young=1e8, threads=threads)
+        sim = drop(rigid=False, young=1e8, threads=threads, preconditioner=preconditioner)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", pdem.DDAWarning)
             sim.run(30)
@@ -196,3 +207,40 @@ def test_strain_and_stress_turn_with_the_particle():
         np.testing.assert_allclose(tensor(stress[p], 1.0), s, rtol=0, atol=1e-12)
         np.testing.assert_allclose(rate[p], 0.5 * (pred[p, 6:] + 2 * x[p, 6:] / dt),
                                    rtol=1e-14)
+
+
+@pytest.mark.parametrize("dim", [2, 3])
+def test_free_particle_vibrates_as_shi_step_of_its_strain_modes(dim):
+    """A free particle given a strain rate: its strains follow Shi's constant-
+    acceleration step (2 M / dt^2 + K) d = 2 M v0 / dt - K x0, v1 = 2 d / dt - v0
+    applied in the test to the linear system of the strain modes, M = J diag(1, 1, 1,
+    1/2, 1/2, 1/2) (J = m r^2 / 5 sphere, m r^2 / 4 disk), K = V S^-1 from the
+    compliance: the mass matrix and the elastic sub-matrix of the strain dofs in a
+    dynamic run (strain and stress to 1e-10 of their amplitude)."""
+    E, nu, rho, r, dt, steps = 1e6, 0.3, 1000.0, 0.1, 2e-4, 60
+    sim = pdem.Simulation(pdem.Domain((-1,) * dim, (1,) * dim, dim=dim), dt, gravity=(0, 0, 0),
+                          scheme=pdem.DDA(penalty=1e6, rigid=False))
+    sim.material("m", rho, young=E, poisson=nu)
+    sim.add_spheres([(0.0,) * dim], r, "m")
+    free = [0, 1, 2, 3, 4, 5] if dim == 3 else [0, 1, 5]
+    rate0 = np.zeros(6)
+    rate0[free] = np.array([3.0, -1.0, 2.0, 1.5, -2.5, 0.5])[:len(free)]
+    sim.store.strain_rate[0] = rate0
+    sim.run(steps)
+    m = rho * (4 / 3 * math.pi * r ** 3 if dim == 3 else math.pi * r * r)
+    V = m / rho
+    J = m * r * r / (5 if dim == 3 else 4)
+    M = J * np.diag([1, 1, 1, 0.5, 0.5, 0.5])[np.ix_(free, free)]
+    C = np.linalg.inv(compliance(E, nu, dim)[np.ix_(free, free)])
+    x, v = np.zeros(len(free)), rate0[free]
+    A = 2 * M / dt ** 2 + V * C
+    for _ in range(steps):
+        d = np.linalg.solve(A, 2 * M @ v / dt - V * C @ x)
+        x, v = x + d, 2 * d / dt - v
+    p = sim.particles()
+    amp = np.abs(x).max()
+    assert amp > 1e-4                        # omega dt ~ 0.15: more than a period
+    np.testing.assert_allclose(p["strain"][0, free], x, rtol=0, atol=1e-10 * amp)
+    np.testing.assert_allclose(p["stress"][0, free], C @ x, rtol=0,
+                               atol=1e-10 * np.abs(C @ x).max())
+    np.testing.assert_array_equal(p["position"][0], 0.0)
