@@ -41,6 +41,10 @@ FIELDS = {
     "stress": (np.float64, 6),
     "strain_rate": (np.float64, 6),
 }
+# Fields a store holds only when a run asks for them (ParticleStore.enable: the scheme's
+# `particle_fields`, or a checkpoint that has them), so that other runs pay no memory,
+# migration or ghost traffic for them.
+OPTIONAL = ("strain", "stress", "strain_rate")
 
 SHAPES = {"sphere": 0, "ellipsoid": 1, "ellipse": 2, "clump": 3, "polyhedron": 4, "polygon": 5}
 
@@ -66,8 +70,11 @@ def ellipsoid_mass(semi_axes, density):
     return m, moments
 
 
-def empty_fields(n=0):
-    return {name: np.zeros((n, c) if c else n, dtype=dt) for name, (dt, c) in FIELDS.items()}
+def empty_fields(n=0, names=None):
+    """Zero arrays of n rows of the given fields (default: every field but OPTIONAL)."""
+    names = [k for k in FIELDS if k not in OPTIONAL] if names is None else names
+    return {name: np.zeros((n, FIELDS[name][1]) if FIELDS[name][1] else n,
+                           dtype=FIELDS[name][0]) for name in names}
 
 
 class ParticleStore:
@@ -101,10 +108,21 @@ class ParticleStore:
                       for k in owned}
         self.n_own = len(owned["id"]) if n_own is None else n_own
 
+    def enable(self, names):
+        """Hold the OPTIONAL fields `names` from now on (zero for the particles already
+        here); every rank must enable the same fields."""
+        for name in names:
+            if name not in self.f:
+                self.f[name] = empty_fields(self.n, [name])[name]
+
     def append_owned(self, new):
-        """Add owned particles (ghosts are dropped; the next rebuild recreates them)."""
+        """Add owned particles (ghosts are dropped; the next rebuild recreates them);
+        optional fields that `new` holds are enabled, those it lacks are zero."""
+        self.enable([k for k in OPTIONAL if k in new])
         own = self.owned()
-        self.set_local({k: np.concatenate([own[k], new[k].astype(own[k].dtype)]) for k in own})
+        n = len(new["id"])
+        self.set_local({k: np.concatenate([own[k], new[k].astype(own[k].dtype) if k in new
+                                           else empty_fields(n, [k])[k]]) for k in own})
 
 
 def spatial_order(own):

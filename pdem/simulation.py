@@ -130,6 +130,7 @@ class Simulation:
         self.mesh_walls = MeshWalls()
         self.region_walls = RegionWalls()        # level-set containers (seed 002)
         self.store = ParticleStore()
+        self.store.enable(self.scheme.particle_fields)
         self.interactions = {cls.name: cls(self) for cls in KINDS}
         self.box_length = np.ascontiguousarray(domain.length)
         self.cell = Cell(self)                   # H, L, stress control (pdem/cell.py)
@@ -1047,8 +1048,10 @@ class Simulation:
                "angular_velocity": st.angvel[:n], "force": st.force[:n],
                "torque": st.torque[:n], "radius": st.radius[:n], "mass": st.mass[:n],
                "orientation": st.orient[:n], "material": st.material[:n],
-               "shape": st.shape[:n], "template": st.template[:n],
-               "strain": st.strain[:n], "stress": st.stress[:n]}
+               "shape": st.shape[:n], "template": st.template[:n]}
+        for k in ("strain", "stress"):           # deformable DDA particles only
+            if k in st.f:
+                out[k] = st.f[k][:n]
         # semi-axes and principal moments (spheres: r and their scalar moment, thrice)
         sphere = st.shape[:n] == 0
         out["semi_axes"] = np.where(sphere[:, None], st.radius[:n, None], st.semi_axes[:n])

@@ -17,8 +17,8 @@ fired, pdem/events.py), `motions` (JSON: the wall motion laws, pdem/motion.py),
 a == b); `region_walls/{material,<i>}` (level-set walls, each region pickled);
 `particles/<field>` for every field of pdem.particles.FIELDS plus `build_pos`, the
 position at the last neighbor build (rows in no particular order; ids stored; the shape
-fields since version 7, `template` since 8, `strain`, `stress`, `strain_rate` since 10,
-zero = spheres, rigid when reading older files);
+fields since version 7, `template` since 8, zero = spheres when reading older files; the
+OPTIONAL fields `strain`, `stress`, `strain_rate` since 10, only when the store holds them);
 `templates/` the shape templates (clumps, polyhedra: pdem.shape_templates.ShapeTemplates);
 `interactions/<kind>/{key,active,state}` for every interaction kind (pdem.contact.kinds:
 pair, plane, mesh, ...), the active contact rows (L6Geom state and law history) keyed as
@@ -50,7 +50,7 @@ from ..contact.kinds import KINDS
 from ..contact.store import COLUMNS, NCOLS, ContactBatch
 from ..domain import Domain
 from ..errors import InputError
-from ..particles import FIELDS
+from ..particles import FIELDS, OPTIONAL
 from ..scheme import from_description
 from .frames import collective_transfer, row_offsets, write_slab
 
@@ -65,7 +65,7 @@ VERSION = 10        # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bi
                     # of deformable DDA particles (docs/dda.md)
 READS = (5, 6, 7, 8, 9, 10)  # older files: no region walls (5), no shapes (5, 6): spheres only
 SINCE = {"shape": 7, "semi_axes": 7, "inertia_body": 7, "angmom": 7,   # particle fields
-         "template": 8, "strain": 10, "stress": 10, "strain_rate": 10}   # newer than 5
+         "template": 8}                                              # newer than format 5
 SHAPE_KINDS = ("ellpair", "ellplane")
 CLUMP_KINDS = ("clump", "clplane")     # since format 9
 POLY_KINDS = ("phpair", "phplane")      # since format 9
@@ -140,7 +140,8 @@ def write(sim, path):
             _write_rows(broken, name, rows, comm)
         parts = f.create_group("particles")
         for name in FIELDS:
-            _write_rows(parts, name, np.ascontiguousarray(st.f[name][:n]), comm)
+            if name in st.f:            # OPTIONAL fields only when the store holds them
+                _write_rows(parts, name, np.ascontiguousarray(st.f[name][:n]), comm)
         _write_rows(parts, "build_pos", np.ascontiguousarray(sim.build_positions()), comm)
         for name, kind in sim.interactions.items():
             g = f.create_group("interactions/" + name)
@@ -181,7 +182,7 @@ def _open(path, comm):
             need = ["planes/" + k for k in ("point", "normal", "vel", "material")] + \
                 ["%s/%s" % (g, k) for g in ("segments", "points") for k in ELEMENT_FIELDS] + \
                 ["particles/" + k for k in list(FIELDS) + ["build_pos"]
-                 if f.attrs["version"] >= SINCE.get(k, 5)] + \
+                 if f.attrs["version"] >= SINCE.get(k, 5) and k not in OPTIONAL] + \
                 ["interactions/%s/%s" % (c.name, k) for c in KINDS
                  for k in ("key", "active", "state") if (c.name != "region" or
                  f.attrs["version"] >= 6) and (c.name not in SHAPE_KINDS or
@@ -274,7 +275,7 @@ def read(path, simulation, comm=None, threads=None, dims=None):
                for k, v in own.items()}
         build_pos = own.pop("build_pos")
         for k in FIELDS:                # fields newer than the file (SINCE): zero = spheres
-            if k not in own:
+            if k not in own and k not in OPTIONAL:
                 dtype, width = FIELDS[k]
                 own[k] = np.zeros((len(build_pos), width) if width else len(build_pos), dtype)
         sim.store.append_owned(own)

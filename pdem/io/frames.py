@@ -179,6 +179,10 @@ class ResultFile:
                               DEFAULT_FIELDS + (SHAPE_FIELDS if sim.shapes else ()))
         if "id" not in self.fields:
             self.fields = ("id",) + self.fields
+        for f in ("strain", "stress"):
+            if f in self.fields and f not in sim.store.f:
+                raise InputError("fields: %r is a field of deformable DDA particles "
+                                 "(pdem.DDA(rigid=False)), not of this run" % f)
         self.contact_fields = () if contacts is False or contacts is None else _choose(
             "contacts", contacts, list(CONTACT_FIELDS), DEFAULT_CONTACT_FIELDS)
         self.every = _positive_int("every", every)

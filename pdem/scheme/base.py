@@ -37,6 +37,7 @@ class Scheme:
     name = None
     stiffness = True
     lever_flags = 0
+    particle_fields = ()        # OPTIONAL particle fields the scheme needs (pdem/particles.py)
 
     def reach(self, sim, radius):
         return 0.0

@@ -143,6 +143,20 @@ def test_restart_continues_bit_for_bit(tmp_path):
         assert np.array_equal(pa[k], pb[k]), k
 
 
+def test_strain_fields_only_in_deformable_runs(tmp_path):
+    """Other runs hold no strain fields (no memory, migration or ghost traffic), refuse
+    them as output, and their checkpoints restart without them."""
+    sim = pdem.Simulation(pdem.Domain((0, 0, 0), (1, 1, 1)), 1e-4)
+    sim.material("m", 1000.0, kn=1e3)
+    sim.add_spheres([(0.5, 0.5, 0.5)], 0.1, "m")
+    assert not {"strain", "stress", "strain_rate"} & set(sim.store.f)
+    assert "strain" not in sim.particles()
+    with pytest.raises(pdem.InputError, match="strain"):
+        pdem.io.ResultFile(str(tmp_path / "r.h5"), sim, fields=["position", "strain"])
+    sim.checkpoint(str(tmp_path / "c.h5"))
+    assert not {"strain", "stress", "strain_rate"} & set(pdem.restart(str(tmp_path / "c.h5")).store.f)
+
+
 def test_bad_input():
     with pytest.raises(InputError, match="DDA: rigid must be True or False, got 'no'"):
         pdem.DDA(penalty=1e6, rigid="no")
