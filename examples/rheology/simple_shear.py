@@ -117,8 +117,8 @@ def law(i, mu_s, dmu, i0):
 
 
 def fit(rows):
-    """mu(I) (weighted by the errors) and phi = phi_c - b I, scipy curve_fit; parameters
-    and their standard errors."""
+    """mu(I) (weighted by the errors) and phi = phi_c - b I, scipy curve_fit; parameters,
+    their standard errors (scaled by the fit's scatter) and chi^2 per degree of freedom."""
     from scipy.optimize import curve_fit
     i = np.array([r["I"] for r in rows])
     mu = np.array([r["mu"] for r in rows])
@@ -130,9 +130,12 @@ def fit(rows):
     e = np.sqrt(np.diag(cov))
     (phi_c, b), cov2 = curve_fit(lambda x, c, b: c - b * x, i, phi, sigma=phi_err)
     e2 = np.sqrt(np.diag(cov2))
+    dof = max(1, len(i) - 3)
     return {"mu_s": mu_s, "mu_s_err": e[0], "mu_2": mu_s + dmu,
             "mu_2_err": np.sqrt(cov[0, 0] + cov[1, 1] + 2 * cov[0, 1]), "I0": i0,
-            "I0_err": e[2], "phi_c": phi_c, "phi_c_err": e2[0], "b": b, "b_err": e2[1]}
+            "I0_err": e[2], "phi_c": phi_c, "phi_c_err": e2[0], "b": b, "b_err": e2[1],
+            "chi2_mu": np.sum(((mu - law(i, mu_s, dmu, i0)) / mu_err) ** 2) / dof,
+            "chi2_phi": np.sum(((phi - phi_c + b * i) / phi_err) ** 2) / (dof + 1)}
 
 
 def plot(sets, f, out):
