@@ -5,7 +5,7 @@ mu(I) = mu_s + (mu_2 - mu_s) / (1 + I0 / I) (GDR MiDi 2004; Jop, Forterre & Poul
 2006) and phi(I) = phi_c - b I.
 
     python examples/rheology/simple_shear.py [--I 0.3 0.1 0.01] [--side 10]
-        [--discard 1.0 0.3] [--window 1.0 ...] [--dt 1e-3] [--fresh] [--quick]
+        [--discard 1.0 0.3] [--window 1.0 ...] [--kappa 1e4] [--dt] [--fresh] [--quick]
     python examples/rheology/simple_shear.py --replot A.npz [B.npz] [--labels a b]
     mpirun -n 2 python -m mpi4py examples/rheology/simple_shear.py ...
 
