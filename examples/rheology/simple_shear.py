@@ -5,7 +5,7 @@ mu(I) = mu_s + (mu_2 - mu_s) / (1 + I0 / I) (GDR MiDi 2004; Jop, Forterre & Poul
 2006) and phi(I) = phi_c - b I.
 
     python examples/rheology/simple_shear.py [--I 0.3 0.1 0.01] [--side 10]
-        [--discard 1.0 0.3] [--window 1.0 ...] [--dt 1e-3] [--fresh] [--quick]
+        [--discard 1.0 0.3] [--window 1.0 ...] [--kappa 1e4] [--dt] [--fresh] [--quick]
     python examples/rheology/simple_shear.py --replot A.npz [B.npz] [--labels a b]
     mpirun -n 2 python -m mpi4py examples/rheology/simple_shear.py ...
 
@@ -131,9 +131,11 @@ def fit(rows):
     (phi_c, b), cov2 = curve_fit(lambda x, c, b: c - b * x, i, phi, sigma=phi_err)
     e2 = np.sqrt(np.diag(cov2))
     dof = max(1, len(i) - 3)
+    grad = np.array([0.0, 1.0 / i0, -dmu / i0 ** 2])     # of the slope at I -> 0, dmu / I0
     return {"mu_s": mu_s, "mu_s_err": e[0], "mu_2": mu_s + dmu,
             "mu_2_err": np.sqrt(cov[0, 0] + cov[1, 1] + 2 * cov[0, 1]), "I0": i0,
-            "I0_err": e[2], "phi_c": phi_c, "phi_c_err": e2[0], "b": b, "b_err": e2[1],
+            "I0_err": e[2], "slope": dmu / i0, "slope_err": np.sqrt(grad @ cov @ grad),
+            "phi_c": phi_c, "phi_c_err": e2[0], "b": b, "b_err": e2[1],
             "chi2_mu": np.sum(((mu - law(i, mu_s, dmu, i0)) / mu_err) ** 2) / dof,
             "chi2_phi": np.sum(((phi - phi_c + b * i) / phi_err) ** 2) / (dof + 1)}
 
