@@ -439,7 +439,7 @@ cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* fa
             d = 0.0
             es = V(0.0, 0.0, 0.0)
             nsum = V(0.0, 0.0, 0.0)
-            for i in range(t, npos):
+            for i in range(npos):          # (full mode can put rows before the holder)
                 a = order[i]
                 if uf_root(pcp, lead[a]) == g:
                     usum = usum + fs[a][0]
