@@ -111,7 +111,7 @@ from laws cimport E_NCOLS
 from vecmath cimport V, vadd, vscale, vcross, vneg
 from ellipsoid cimport Ell, ell_make, ell_support, ell_radii, tangent_basis, hertz_radius
 from ellipsoid_facet cimport ell_triangle
-from gjk cimport MinkResult, MK_OVERLAP, MK_FAILED, MK_BAD_INPUT, cv_poly, cv_support, Convex
+from gjk cimport MinkResult, MK_OVERLAP, cv_poly, cv_support, Convex
 from polyhedron_facet cimport PF_MAXV, poly_world, face_sums, edge_query
 
 cdef enum:
@@ -183,6 +183,47 @@ cdef inline v3 corner(Mesh M, long long f, int i) noexcept nogil:
     return vld(&M.vert[3 * M.fac[3 * f + i]])
 
 
+cdef double sheet_escape(Mesh M, const int* facet, int m, v3 x, v3 nk, double cosc,
+                         const v3* xv, int nv) noexcept nogil:
+    """How far the polyhedron (world vertices xv, centroid x) must move to leave, across
+    a boundary edge (an edge of one facet only), the sheet of the candidate facets whose
+    normal on the centroid's side is within the cutoff of nk: min over those edges of
+    m.A - min_v m.x_v, m the edge's outward normal in its facet's plane. Smaller than a
+    face's deepest vertex: the body wraps around the sheet's edge (a rock across the top
+    of a rim) and the vertex depths below the face are not its overlap."""
+    cdef double best = INFINITY, pen, lo, sd
+    cdef int j, e, i
+    cdef long long g, edge
+    cdef v3 ng, A, B, C, mm
+    for j in range(m):
+        g = facet[j]
+        ng = vld(&M.normal[3 * g])
+        sd = vdot(ng, vsub(x, corner(M, g, 0)))
+        if sd < 0.0:
+            ng = vneg(ng)
+        if vdot(ng, nk) < cosc:
+            continue
+        for e in range(3):
+            edge = M.facet_edges[3 * g + e]
+            if M.edge_facets[2 * edge] >= 0 and M.edge_facets[2 * edge + 1] >= 0:
+                continue                   # shared: the surface goes on
+            A = corner(M, g, e)
+            B = corner(M, g, (e + 1) % 3)
+            C = corner(M, g, (e + 2) % 3)
+            mm = vcross(vsub(B, A), ng)
+            if vdot(mm, vsub(C, A)) > 0.0:
+                mm = vneg(mm)
+            mm = vscale(mm, 1.0 / sqrt(vdot(mm, mm)))
+            lo = INFINITY
+            for i in range(nv):
+                if vdot(mm, xv[i]) < lo:
+                    lo = vdot(mm, xv[i])
+            pen = vdot(mm, A) - lo
+            if pen < best:
+                best = pen
+    return best
+
+
 cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* facet, Mesh M,
                          const long long[:, ::1] fac,
                          const double[:, ::1] pos, const double[:, ::1] vel,
@@ -237,6 +278,7 @@ cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* fa
     cdef double fs[MAXC][6]
     cdef v3 ns[MAXC]
     cdef int nv = 0, tp
+    cdef double cosc
     cdef MinkResult res
     cdef Convex P
     if m > MAXC:
@@ -284,9 +326,16 @@ cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* fa
             for i in range(6):
                 fs[k][i] = 0.0
             if d < R:                      # within the bounding sphere
+                cosc = cos_t if cos_t < 1.0 - 1e-12 else 1.0 - 1e-12
                 i = face_sums(xv, nv, corner(M, f, 0), corner(M, f, 1), corner(M, f, 2), ns[k],
-                              k, claim, ns, cos_t if cos_t < 1.0 - 1e-12 else 1.0 - 1e-12,
-                              fs[k])
+                              k, claim, ns, cosc, fs[k])
+                if i >= 0 and sheet_escape(M, &facet[s], m, x, ns[k], cosc, xv, nv) < fs[k][5]:
+                    for j in range(nv):    # around a sheet's edge: the edge part decides
+                        if claim[j] == k:
+                            claim[j] = -1
+                    for j in range(6):
+                        fs[k][j] = 0.0
+                    i = -1
                 if i >= 0:                 # WP: the deepest vertex's projection
                     U[k] = fs[k][5]
                     nc[k] = ns[k]

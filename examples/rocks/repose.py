@@ -2,7 +2,7 @@
 against spheres of the same volume and friction.
 
 Seeded rocks (4 shapes of 16 vertices, semi-axes 1 x 0.75 x 0.55 cm) are poured in
-layers from 30 cm over the middle half of a tray, a finite strip (mesh wall: floor and low rims, polyhedron-facet contacts)
+layers from 20 cm over the middle 3/4 of a 24 cm tray, a finite strip (mesh wall: floor and low rims, polyhedron-facet contacts)
 in a slab periodic along y; what does not stay on the heap flows over the edges, falls
 out of the domain and is removed. The heap's free surface (the highest point of the
 bodies in bins along x) is fitted by a line on each flank; the angle of repose is the
@@ -42,22 +42,22 @@ def tray(half, depth, rim):
     return shapes.box((-half, -depth[0], 0.0), (half, depth[1], rim), 1)
 
 
-def build(shape, n, seed=1, half_width=0.16, slab=0.1, drop=0.3, threads=1):
+def build(shape, n, seed=1, half_width=0.12, slab=0.1, drop=0.2, threads=1):
     """The scene: `shape` "rocks" or "spheres" (volume-equivalent radii), and pour(i),
-    which adds the i-th layer of the pour (a lattice of nx x ny bodies over the tray's
-    middle half at height `drop`, moving down at V0; at most n bodies in all)."""
+    which adds the i-th layer of the pour (a lattice of nx x ny bodies over the middle
+    3/4 of the tray at height `drop`, moving down at V0; at most n bodies in all)."""
     rocks = rock_shapes(seed)
     r_eq = np.array([(3 * r.volume / (4 * np.pi)) ** (1 / 3) for r in rocks])
     bound = max(r.bound for r in rocks)
     spacing = 2.05 * bound
-    nx = max(2, int(0.5 * half_width / spacing) * 2)
+    nx = max(2, int(0.75 * half_width / spacing) * 2)
     ny = max(1, int(slab / spacing))
     sim = pdem.Simulation(pdem.Domain((-half_width - 0.1, 0, -0.06),
                                       (half_width + 0.1, slab, drop + spacing),
                                       periodic=(False, True, False)),
-                          dt=1.5e-5, gravity=(0, 0, -G), skin=0.2 * SIZE, lost="remove",
+                          dt=2.5e-5, gravity=(0, 0, -G), skin=0.2 * SIZE, lost="remove",
                           threads=threads)
-    mat = sim.material("rock", density=2600.0, kn=5e4, restitution=0.3, friction=0.5)
+    mat = sim.material("rock", density=2600.0, kn=2e4, restitution=0.3, friction=0.5)
     sim.add_mesh_wall(tray(half_width, (2 * bound, slab + 2 * bound), SIZE), mat)
     rng = np.random.default_rng(seed)
     gx = (np.arange(nx) - (nx - 1) / 2) * spacing
@@ -84,6 +84,7 @@ def build(shape, n, seed=1, half_width=0.16, slab=0.1, drop=0.3, threads=1):
             sim.add_spheres(pos, r_eq[kind], mat, velocities=vel)
         return m
     sim.pour_period = spacing * 1.2 / V0          # the next layer clears the last
+    sim.pour_layers = int(np.ceil(n / per_layer))
     return sim, pour
 
 
@@ -116,10 +117,11 @@ def repose_angle(xc, top, half_width):
 
 
 def run(shape, n, out, quick=False, threads=1):
-    half = 0.06 if quick else 0.16
+    half = 0.06 if quick else 0.12
     sim, pour = build(shape, n, half_width=half, slab=0.05 if quick else 0.1,
-                      drop=0.1 if quick else 0.3, threads=threads)
-    T = 0.08 if quick else 1.6
+                      drop=0.1 if quick else 0.2, threads=threads)
+    # the pour, the fall of its last layer, then the heap settles
+    T = 0.08 if quick else sim.pour_layers * sim.pour_period + 0.55
     steps = int(T / sim.dt)
     period = int(sim.pour_period / sim.dt)
     t0, cpu0 = time.perf_counter(), time.process_time()
@@ -131,9 +133,9 @@ def run(shape, n, out, quick=False, threads=1):
         sim.run(k)
         done += k
         if sim.rank == 0 and not quick and (not poured or layer % 10 == 0):
-            print("%s t=%.3f s  %d bodies  %d contacts  %.1f s" % (
-                shape, sim.time, sim.n_particles, sim.n_contacts, time.perf_counter() - t0),
-                flush=True)
+            print("%s t=%.3f of %.3f s  %d bodies  %d contacts  %.1f s wall, %.1f s CPU" % (
+                shape, sim.time, T, sim.n_particles, sim.n_contacts, time.perf_counter() - t0,
+                time.process_time() - cpu0), flush=True)
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     xc, top = surface(sim, half, 16 if quick else 32)
     p = sim.particles(gather=True)
@@ -182,7 +184,8 @@ def plot(out, docs):
     ax.set_ylabel("free surface z (cm)")
     ax.set_aspect("equal")
     ax.legend(fontsize=8, loc="upper right")
-    ax.set_title("Heaps on a 32 cm tray, friction 0.5: convex rocks vs volume-equivalent spheres",
+    ax.set_title("Heaps on a %.0f cm tray, friction 0.5: convex rocks vs volume-equivalent "
+                 "spheres" % (200 * res["half_width"]),
                  fontsize=9)
     fig.tight_layout()
     fig.savefig(os.path.join(docs, "rocks_repose.png"), dpi=110)
@@ -210,7 +213,7 @@ def plot(out, docs):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="results/repose")
-    ap.add_argument("--rocks", type=int, default=2000)
+    ap.add_argument("--rocks", type=int, default=1200)
     ap.add_argument("--shape", choices=("rocks", "spheres", "both"), default="both")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--threads", type=int, default=1)

@@ -5,6 +5,8 @@ pyx/polyhedron_facet.pxd (per facet: the vertex sums of the phplane law, or GJK/
 a mesh edge or corner in a face) and the torques from this step's branch vectors."""
 import numpy as np
 
+from .._kernels import facets as fk
+from ..errors import InputError
 from ..particles import SHAPES
 from .ellipsoid_facets import EllipsoidFacetContacts
 from .kinds import register
@@ -19,6 +21,11 @@ class PolyhedronFacetContacts(EllipsoidFacetContacts):
     def _shape_args(self):
         st = self.sim.store
         voff, vdata = self.sim.templates.table("vertices")
+        big = np.flatnonzero(np.diff(voff) > fk.MAX_POLYHEDRON_VERTICES)
+        if len(big):
+            raise InputError("polyhedron template %d has %d vertices: at most %d can touch "
+                             "mesh walls" % (big[0], np.diff(voff)[big[0]],
+                                             fk.MAX_POLYHEDRON_VERTICES))
         return {"orient": st.orient, "template": st.template, "voff": voff, "vdata": vdata,
                 "branch": self.branch, "status": self.status}
 

@@ -124,6 +124,28 @@ def test_a_mesh_corner_in_a_face_is_one_contact_of_its_minkowski_depth():
     assert np.abs(sim.mesh_wall_forces()["force"][0] - [0, 0, -1e4 * delta]).max() < 1e-12
 
 
+def test_a_cube_across_the_top_of_a_thin_rim_rests_on_its_edge():
+    """A cube's bottom face pressed by delta onto the top edge of a vertical one-sheet
+    rim (two triangles), the cube's vertices on both sides of the sheet: the vertices
+    behind the sheet are not an overlap of depth ~a/2 (the body wraps around the sheet's
+    boundary edge), the contact is the edge in the face: delta along z."""
+    sim = pdem.Simulation(pdem.Domain((-0.1, -0.1, -0.1), (0.1, 0.1, 0.1)), dt=1e-4,
+                          gravity=(0, 0, 0), comm=MPI.COMM_SELF)
+    m = sim.material("m", density=1000.0, kn=1e4, friction=0.5)
+    rim = pdem.Mesh(np.array([[0, -0.05, -0.03], [0, 0.05, -0.03], [0, 0.05, 0.0],
+                              [0, -0.05, 0.0]]), np.array([[0, 1, 2], [0, 2, 3]]))
+    sim.add_mesh_wall(rim, m)
+    delta = 1e-4
+    ids = sim.add_polyhedra([[0.0013, 0.002, 0.02 - delta]], P.cube(0.04), m)
+    sim.block(ids, ["x", "y", "z", "rx", "ry", "rz"])
+    sim.step()
+    c = sim.contacts()
+    assert list(c["kind"]) == ["phmesh"]
+    assert np.allclose(c["normal"][0], [0, 0, 1], atol=1e-12)
+    assert c["overlap"][0] == pytest.approx(delta, rel=1e-9)
+    assert np.allclose(c["force"][0], [0, 0, 1e4 * delta], rtol=1e-9, atol=1e-14)
+
+
 @pytest.mark.slow
 def test_rocks_settled_in_a_mesh_box_load_it_with_their_weight():
     """12 random rocks poured into a mesh box (4 x 4 squares per side) settle; the
