@@ -2,7 +2,7 @@
 against spheres of the same volume and friction.
 
 Seeded rocks (4 shapes of 16 vertices, semi-axes 1 x 0.75 x 0.55 cm) are poured in
-layers from 20 cm over the middle 3/4 of a 24 cm tray, a finite strip (mesh wall: floor and low rims, polyhedron-facet contacts)
+layers from 15 cm over the middle half of a 16 cm tray, a finite strip (mesh wall: floor and low rims, polyhedron-facet contacts)
 in a slab periodic along y; what does not stay on the heap flows over the edges, falls
 out of the domain and is removed. The heap's free surface (the highest point of the
 bodies in bins along x) is fitted by a line on each flank; the angle of repose is the
@@ -26,7 +26,7 @@ import pdem
 from pdem import polyhedra
 
 SIZE = 0.01                                   # rock semi-axes: SIZE x (1, 0.75, 0.55)
-V0 = 2.5                                      # pouring speed (m/s)
+V0 = 2.0                                      # pouring speed (m/s)
 G = 9.81
 
 
@@ -42,15 +42,15 @@ def tray(half, depth, rim):
     return shapes.box((-half, -depth[0], 0.0), (half, depth[1], rim), 1)
 
 
-def build(shape, n, seed=1, half_width=0.12, slab=0.1, drop=0.2, threads=1):
+def build(shape, n, seed=1, half_width=0.08, slab=0.1, drop=0.15, threads=1):
     """The scene: `shape` "rocks" or "spheres" (volume-equivalent radii), and pour(i),
     which adds the i-th layer of the pour (a lattice of nx x ny bodies over the middle
-    3/4 of the tray at height `drop`, moving down at V0; at most n bodies in all)."""
+    half of the tray at height `drop`, moving down at V0; at most n bodies in all)."""
     rocks = rock_shapes(seed)
     r_eq = np.array([(3 * r.volume / (4 * np.pi)) ** (1 / 3) for r in rocks])
     bound = max(r.bound for r in rocks)
     spacing = 2.05 * bound
-    nx = max(2, int(0.75 * half_width / spacing) * 2)
+    nx = max(2, int(0.5 * half_width / spacing) * 2)
     ny = max(1, int(slab / spacing))
     sim = pdem.Simulation(pdem.Domain((-half_width - 0.1, 0, -0.06),
                                       (half_width + 0.1, slab, drop + spacing),
@@ -117,11 +117,11 @@ def repose_angle(xc, top, half_width):
 
 
 def run(shape, n, out, quick=False, threads=1):
-    half = 0.06 if quick else 0.12
+    half = 0.06 if quick else 0.08
     sim, pour = build(shape, n, half_width=half, slab=0.05 if quick else 0.1,
-                      drop=0.1 if quick else 0.2, threads=threads)
+                      drop=0.1 if quick else 0.15, threads=threads)
     # the pour, the fall of its last layer, then the heap settles
-    T = 0.08 if quick else sim.pour_layers * sim.pour_period + 0.55
+    T = 0.08 if quick else sim.pour_layers * sim.pour_period + 0.6
     steps = int(T / sim.dt)
     period = int(sim.pour_period / sim.dt)
     t0, cpu0 = time.perf_counter(), time.process_time()
@@ -213,7 +213,7 @@ def plot(out, docs):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="results/repose")
-    ap.add_argument("--rocks", type=int, default=1200)
+    ap.add_argument("--rocks", type=int, default=600)
     ap.add_argument("--shape", choices=("rocks", "spheres", "both"), default="both")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--threads", type=int, default=1)
