@@ -102,26 +102,37 @@ def pyramid(apex, height, half):
                                                          [3, 0, 4]]))
 
 
-def test_a_mesh_corner_in_a_face_is_one_contact_of_its_minkowski_depth():
-    """A cube's face pressed by delta onto the apex of a 4-facet pyramid (no cube vertex
-    above a facet: GJK/EPA): the Minkowski depth is delta along z, and the four facets
-    that share the apex give one contact (seed 004's links), F = k_n delta at the apex."""
+DELTA = 1e-4
+
+
+def pressed(mesh, centre, q=(1, 0, 0, 0)):
+    """A cube (side 0.04, all motion blocked) at `centre` over `mesh`, one step: its
+    contacts, and the mesh wall's force; every expected contact is delta = 1e-4 along z,
+    F = k_n delta."""
     sim = pdem.Simulation(pdem.Domain((-0.1, -0.1, -0.1), (0.1, 0.1, 0.1)), dt=1e-4,
                           gravity=(0, 0, 0), comm=MPI.COMM_SELF)
     m = sim.material("m", density=1000.0, kn=1e4, friction=0.5)
-    sim.add_mesh_wall(pyramid([0.003, -0.002, 0.0], 0.01, 0.01), m)
-    delta = 1e-4
-    q = np.array([np.cos(0.15), 0, 0, np.sin(0.15)])               # turned about z
-    ids = sim.add_polyhedra([[0.0, 0.0, 0.02 - delta]], P.cube(0.04), m, orientations=[q])
+    sim.add_mesh_wall(mesh, m)
+    ids = sim.add_polyhedra([centre], P.cube(0.04), m, orientations=[q])
     sim.block(ids, ["x", "y", "z", "rx", "ry", "rz"])
     sim.step()
     c = sim.contacts()
     assert list(c["kind"]) == ["phmesh"]
     assert np.allclose(c["normal"][0], [0, 0, 1], atol=1e-12)
-    assert c["overlap"][0] == pytest.approx(delta, rel=1e-9)
-    assert np.allclose(c["force"][0], [0, 0, 1e4 * delta], rtol=1e-9, atol=1e-14)
-    assert np.allclose(c["point"][0], [0.003, -0.002, -delta / 2], atol=1e-12)
-    assert np.abs(sim.mesh_wall_forces()["force"][0] - [0, 0, -1e4 * delta]).max() < 1e-12
+    assert c["overlap"][0] == pytest.approx(DELTA, rel=1e-9)
+    assert np.allclose(c["force"][0], [0, 0, 1e4 * DELTA], rtol=1e-9, atol=1e-14)
+    return c, sim.mesh_wall_forces()["force"][0]
+
+
+def test_a_mesh_corner_in_a_face_is_one_contact_of_its_minkowski_depth():
+    """A cube's face (turned about z) pressed by delta onto the apex of a 4-facet pyramid
+    (no cube vertex above a facet: GJK/EPA): the Minkowski depth is delta along z, and
+    the four facets that share the apex give one contact (seed 004's links), F = k_n
+    delta at the apex."""
+    c, load = pressed(pyramid([0.003, -0.002, 0.0], 0.01, 0.01), [0.0, 0.0, 0.02 - DELTA],
+                      [np.cos(0.15), 0, 0, np.sin(0.15)])
+    assert np.allclose(c["point"][0], [0.003, -0.002, -DELTA / 2], atol=1e-12)
+    assert np.abs(load - [0, 0, -1e4 * DELTA]).max() < 1e-12
 
 
 def test_a_cube_across_the_top_of_a_thin_rim_rests_on_its_edge():
@@ -129,21 +140,10 @@ def test_a_cube_across_the_top_of_a_thin_rim_rests_on_its_edge():
     rim (two triangles), the cube's vertices on both sides of the sheet: the vertices
     behind the sheet are not an overlap of depth ~a/2 (the body wraps around the sheet's
     boundary edge), the contact is the edge in the face: delta along z."""
-    sim = pdem.Simulation(pdem.Domain((-0.1, -0.1, -0.1), (0.1, 0.1, 0.1)), dt=1e-4,
-                          gravity=(0, 0, 0), comm=MPI.COMM_SELF)
-    m = sim.material("m", density=1000.0, kn=1e4, friction=0.5)
     rim = pdem.Mesh(np.array([[0, -0.05, -0.03], [0, 0.05, -0.03], [0, 0.05, 0.0],
                               [0, -0.05, 0.0]]), np.array([[0, 1, 2], [0, 2, 3]]))
-    sim.add_mesh_wall(rim, m)
-    delta = 1e-4
-    ids = sim.add_polyhedra([[0.0013, 0.002, 0.02 - delta]], P.cube(0.04), m)
-    sim.block(ids, ["x", "y", "z", "rx", "ry", "rz"])
-    sim.step()
-    c = sim.contacts()
-    assert list(c["kind"]) == ["phmesh"]
-    assert np.allclose(c["normal"][0], [0, 0, 1], atol=1e-12)
-    assert c["overlap"][0] == pytest.approx(delta, rel=1e-9)
-    assert np.allclose(c["force"][0], [0, 0, 1e4 * delta], rtol=1e-9, atol=1e-14)
+    c, load = pressed(rim, [0.0013, 0.002, 0.02 - DELTA])
+    assert np.abs(load - [0, 0, -1e4 * DELTA]).max() < 1e-12
 
 
 @pytest.mark.slow
