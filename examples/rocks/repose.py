@@ -116,8 +116,8 @@ def repose_angle(xc, top, half_width):
     return 0.5 * (out[0][0] + out[1][0]), [o[0] for o in out], [o[1:] for o in out]
 
 
-def run(shape, n, out, quick=False, threads=1):
-    half = 0.06 if quick else 0.08
+def run(shape, n, out, quick=False, threads=1, half=0.08):
+    half = 0.06 if quick else half
     sim, pour = build(shape, n, half_width=half, slab=0.05 if quick else 0.1,
                       drop=0.1 if quick else 0.15, threads=threads)
     # the pour, the fall of its last layer, then the heap settles
@@ -217,6 +217,7 @@ def main():
     ap.add_argument("--shape", choices=("rocks", "spheres", "both"), default="both")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--tray", type=float, default=0.08, help="the tray's half-width (m)")
     ap.add_argument("--plot", metavar="OUT", help="only draw the pictures of a finished run")
     a = ap.parse_args()
     if a.plot:
@@ -224,7 +225,7 @@ def main():
         return
     n = 24 if a.quick else a.rocks
     for shape in (("rocks", "spheres") if a.shape == "both" else (a.shape,)):
-        res = run(shape, n, a.out, a.quick, a.threads)
+        res = run(shape, n, a.out, a.quick, a.threads, a.tray)
         if res is not None:
             print(json.dumps(res))
 
