@@ -2,7 +2,7 @@
 against spheres of the same volume and friction.
 
 Seeded rocks (4 shapes of 16 vertices, semi-axes 1 x 0.75 x 0.55 cm) are poured in
-layers from 15 cm over the middle half of a 16 cm tray, a finite strip (mesh wall: floor and low rims, polyhedron-facet contacts)
+layers from 15 cm over the middle half of a 12 cm tray, a finite strip (mesh wall: floor and low rims, polyhedron-facet contacts)
 in a slab periodic along y; what does not stay on the heap flows over the edges, falls
 out of the domain and is removed. The heap's free surface (the highest point of the
 bodies in bins along x) is fitted by a line on each flank; the angle of repose is the
@@ -116,7 +116,7 @@ def repose_angle(xc, top, half_width):
     return 0.5 * (out[0][0] + out[1][0]), [o[0] for o in out], [o[1:] for o in out]
 
 
-def run(shape, n, out, quick=False, threads=1, half=0.08):
+def run(shape, n, out, quick=False, threads=1, half=0.06):
     half = 0.06 if quick else half
     sim, pour = build(shape, n, half_width=half, slab=0.05 if quick else 0.1,
                       drop=0.1 if quick else 0.15, threads=threads)
@@ -217,7 +217,7 @@ def main():
     ap.add_argument("--shape", choices=("rocks", "spheres", "both"), default="both")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--tray", type=float, default=0.08, help="the tray's half-width (m)")
+    ap.add_argument("--tray", type=float, default=0.06, help="the tray's half-width (m)")
     ap.add_argument("--plot", metavar="OUT", help="only draw the pictures of a finished run")
     a = ap.parse_args()
     if a.plot:
