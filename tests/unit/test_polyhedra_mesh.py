@@ -58,6 +58,21 @@ def test_cube_dropped_on_a_flat_mesh_follows_the_plane():
     assert list(mesh.contacts()["kind"]) == ["phmesh"]
 
 
+def test_vertices_on_mesh_vertices_count_once():
+    """A cube (side 0.06) at rest face down with its four bottom corners exactly on
+    vertices of the mesh (5 x 5 squares of 0.06 from 0.05: corners at 0.11 and 0.17, each
+    shared by up to 6 triangles that all hold its projection): each corner is claimed
+    once, so the cube stays at a/2 - W/(4 k_n) with the load = weight."""
+    sim, m = scene(5)
+    W = 0.06 ** 3 * 1000 * G
+    z = 0.03 - W / 4e4
+    sim.add_polyhedra([[0.14, 0.14, z]], P.cube(0.06), m)
+    sim.run(1000)
+    p = sim.particles()
+    assert abs(p["position"][0, 2] - z) < 1e-12 and np.abs(p["velocity"][0]).max() < 1e-10
+    assert np.abs(sim.mesh_wall_forces()["force"][0] - [0, 0, -W]).max() < 1e-9 * W
+
+
 def test_moving_mesh_drags_like_a_moving_plane():
     v = (0.03, -0.02, 0.0)
     plane, mesh = dropped("plane", 3000, v), dropped(4, 3000, v)
