@@ -163,8 +163,8 @@ def run(shape, n, out, quick=False, threads=1, half=0.06):
 
 
 def plot(out, docs):
-    """docs/rocks_repose.png (the heap profiles and fits) and docs/rocks_heap.png (the
-    rocks seen along y, their triangles projected)."""
+    """docs/rocks_repose.png (the heap profiles and fits), docs/rocks_heap.png (the
+    rocks seen along y, their triangles projected) and docs/rocks_heap3d.png."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -208,6 +208,18 @@ def plot(out, docs):
                  fontsize=9)
     fig.tight_layout()
     fig.savefig(os.path.join(docs, "rocks_heap.png"), dpi=120)
+    from mpl_toolkits.mplot3d.art3d import Poly3DCollection
+    fig = plt.figure(figsize=(8, 5))
+    ax = fig.add_subplot(projection="3d")
+    ax.add_collection3d(Poly3DCollection(100 * pts[tris], facecolors=plt.cm.copper(shade[owner]),
+                                         edgecolors="k", linewidths=0.05))
+    lo, hi = 100 * pts.min(axis=0), 100 * pts.max(axis=0)
+    ax.set_xlim(lo[0], hi[0]); ax.set_ylim(lo[1], hi[1]); ax.set_zlim(0, hi[2])
+    ax.set_box_aspect((hi[0] - lo[0], hi[1] - lo[1], hi[2]))
+    ax.view_init(elev=25, azim=-60)
+    ax.set_xlabel("x (cm)"); ax.set_ylabel("y (cm, periodic)"); ax.set_zlabel("z (cm)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(docs, "rocks_heap3d.png"), dpi=110)
 
 
 def main():
