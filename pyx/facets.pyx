@@ -100,6 +100,9 @@ def closest_points(centres, facet_index, vertices, facets, int threads=1):
 #     interpolation of the vertex velocities, no spin); ball = body 2. n points from
 #     the wall to the ball centre (the seed's n from the centre to WP, reversed, as
 #     for planes), u_n = -U; the contact point is the middle of the overlap.
+# Polyhedra (kind phmesh, docs/polyhedra.md "Mesh walls"): step 1 per facet the vertex
+# sums below the face (polyhedron_facet.pxd; sheet_escape for a body around a sheet's
+# boundary edge) or GJK/EPA; step 6 phplane's vertex-sum law over the contact's rows.
 # Each group is independent and writes only its own rows: any thread count gives the
 # same bits.
 # --------------------------------------------------------------------------------------
