@@ -2,7 +2,7 @@
 against spheres of the same volume and friction.
 
 Seeded rocks (4 shapes of 16 vertices, semi-axes 1 x 0.75 x 0.55 cm) are poured in
-layers from 15 cm over the middle half of a 12 cm tray, a finite strip (mesh wall: floor and low rims, polyhedron-facet contacts)
+layers from 15 cm over the middle half of a 16 cm tray, a finite strip (mesh wall: floor and low rims, polyhedron-facet contacts)
 in a slab periodic along y; what does not stay on the heap flows over the edges, falls
 out of the domain and is removed. The heap's free surface (the highest point of the
 bodies in bins along x) is fitted by a line on each flank; the angle of repose is the
@@ -116,7 +116,7 @@ def repose_angle(xc, top, half_width):
     return 0.5 * (out[0][0] + out[1][0]), [o[0] for o in out], [o[1:] for o in out]
 
 
-def run(shape, n, out, quick=False, threads=1, half=0.06):
+def run(shape, n, out, quick=False, threads=1, half=0.08):
     half = 0.06 if quick else half
     sim, pour = build(shape, n, half_width=half, slab=0.05 if quick else 0.1,
                       drop=0.1 if quick else 0.15, threads=threads)
@@ -178,7 +178,7 @@ def plot(out, docs):
             h = res["half_width"]
             xs = side * np.array([0.2, 0.85]) * h
             ax.plot(100 * xs, 100 * (slope * xs + icpt), "-", color=colour)
-        ax.plot([], [], "o-", color=colour, label="%s: %.1f deg (%.1f / %.1f), %d on the tray"
+        ax.plot([], [], "o-", color=colour, label="%s: %.1f deg (%.1f / %.1f), %d left"
                 % (shape, res["angle_deg"], *res["flanks_deg"], res["bodies_end"]))
     ax.set_xlabel("x (cm)")
     ax.set_ylabel("free surface z (cm)")
@@ -204,7 +204,7 @@ def plot(out, docs):
     ax.set_aspect("equal")
     ax.set_xlabel("x (cm)")
     ax.set_ylabel("z (cm)")
-    ax.set_title("%d rocks on the tray after pouring (seen along y)" % len(np.unique(owner)),
+    ax.set_title("%d rocks left after pouring (seen along y; some still falling off the rims)" % len(np.unique(owner)),
                  fontsize=9)
     fig.tight_layout()
     fig.savefig(os.path.join(docs, "rocks_heap.png"), dpi=120)
@@ -225,11 +225,11 @@ def plot(out, docs):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="results/repose")
-    ap.add_argument("--rocks", type=int, default=600)
+    ap.add_argument("--rocks", type=int, default=1200)
     ap.add_argument("--shape", choices=("rocks", "spheres", "both"), default="both")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--tray", type=float, default=0.06, help="the tray's half-width (m)")
+    ap.add_argument("--tray", type=float, default=0.08, help="the tray's half-width (m)")
     ap.add_argument("--plot", metavar="OUT", help="only draw the pictures of a finished run")
     a = ap.parse_args()
     if a.plot:
