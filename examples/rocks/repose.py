@@ -204,7 +204,8 @@ def plot(out, docs):
     ax.set_aspect("equal")
     ax.set_xlabel("x (cm)")
     ax.set_ylabel("z (cm)")
-    ax.set_title("%d rocks left after pouring (seen along y; some still falling off the rims)" % len(np.unique(owner)),
+    ax.set_title("%d rocks left after pouring (seen along y; some still falling off the "
+                 "rims)" % len(np.unique(owner)),
                  fontsize=9)
     fig.tight_layout()
     fig.savefig(os.path.join(docs, "rocks_heap.png"), dpi=120)
