@@ -2,13 +2,14 @@
 against spheres of the same volume and friction.
 
 Seeded rocks (4 shapes of 16 vertices, semi-axes 1 x 0.75 x 0.55 cm) are poured in
-layers from 15 cm over the middle half of a 16 cm tray, a finite strip (mesh wall: floor and low rims, polyhedron-facet contacts)
-in a slab periodic along y; what does not stay on the heap flows over the edges, falls
-out of the domain and is removed. The heap's free surface (the highest point of the
+layers from 15 cm over the middle half of a 16 cm tray (--tray: its half-width), a
+finite strip (mesh wall: floor and 1 cm rims, polyhedron-facet contacts) in a slab
+periodic along y; what does not stay on the heap flows over the rims, falls out of the
+domain and is removed. The heap's free surface (the highest point of the
 bodies in bins along x) is fitted by a line on each flank; the angle of repose is the
 mean of the two. The same run with spheres of the rocks' volume-equivalent radii.
 
-    python examples/rocks/repose.py --out results/repose [--rocks 2000] [--quick]
+    python examples/rocks/repose.py --out results/repose [--rocks 1200] [--tray 0.08] [--quick]
     python examples/rocks/repose.py --plot results/repose     # pictures into docs/
 
 Writes <out>/<shape>.npz (final bodies: centres, radii, mesh, profile) and

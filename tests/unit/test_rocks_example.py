@@ -27,7 +27,8 @@ def test_repose_angle_of_a_known_heap():
     angle, flanks, fits = repose.repose_angle(x, top + bump, h)
     assert flanks == pytest.approx([30.0, 40.0], abs=0.05)
     assert angle == pytest.approx(35.0, abs=0.05)
-    assert fits[0][0] == pytest.approx(left, rel=3e-3) and fits[1][0] == pytest.approx(-right, rel=3e-3)
+    assert fits[0][0] == pytest.approx(left, rel=3e-3)
+    assert fits[1][0] == pytest.approx(-right, rel=3e-3)
 
 
 @pytest.mark.slow
