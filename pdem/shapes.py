@@ -89,7 +89,8 @@ def fill_ellipsoids(new, axes, q, density, threads):
 # with one line; docs/ellipsoids.md, clumps.md, polyhedra.md), and the other non-sphere
 # shapes it shares a simulation with (their pair contacts exist).
 TOUCHES = {SHAPES["ellipsoid"]: ("mesh walls",), SHAPES["ellipse"]: ("boundary segments",),
-           SHAPES["clump"]: (), SHAPES["polyhedron"]: (), SHAPES["polygon"]: ()}
+           SHAPES["clump"]: (), SHAPES["polyhedron"]: ("mesh walls",),
+           SHAPES["polygon"]: ()}
 MIXES = {SHAPES["ellipsoid"]: {SHAPES["polyhedron"]}, SHAPES["ellipse"]: {SHAPES["polygon"]},
          SHAPES["clump"]: set(), SHAPES["polyhedron"]: {SHAPES["ellipsoid"]},
          SHAPES["polygon"]: {SHAPES["ellipse"]}}

@@ -1134,8 +1134,9 @@ class Simulation:
         bits on any number of ranks."""
         loads = self.interactions["mesh"].loads()
         if self.shapes:             # the same on every rank: both collective or neither
-            more = self.interactions["ellmesh"].loads()
-            loads = {k: loads[k] + more[k] for k in loads}
+            for name in ("ellmesh", "phmesh"):
+                more = self.interactions[name].loads()
+                loads = {k: loads[k] + more[k] for k in loads}
         return loads
 
     def global_sum(self, value):

@@ -100,6 +100,9 @@ def closest_points(centres, facet_index, vertices, facets, int threads=1):
 #     interpolation of the vertex velocities, no spin); ball = body 2. n points from
 #     the wall to the ball centre (the seed's n from the centre to WP, reversed, as
 #     for planes), u_n = -U; the contact point is the middle of the overlap.
+# Polyhedra (kind phmesh, docs/polyhedra.md "Mesh walls"): step 1 per facet the vertex
+# sums below the face (polyhedron_facet.pxd; sheet_escape for a body around a sheet's
+# boundary edge) or GJK/EPA; step 6 phplane's vertex-sum law over the contact's rows.
 # Each group is independent and writes only its own rows: any thread count gives the
 # same bits.
 # --------------------------------------------------------------------------------------
@@ -111,11 +114,14 @@ from laws cimport E_NCOLS
 from vecmath cimport V, vadd, vscale, vcross, vneg
 from ellipsoid cimport Ell, ell_make, ell_support, ell_radii, tangent_basis, hertz_radius
 from ellipsoid_facet cimport ell_triangle
+from gjk cimport MinkResult, MK_OVERLAP, cv_poly, cv_support, Convex
+from polyhedron_facet cimport PF_MAXV, poly_world, face_sums, edge_query
 
 cdef enum:
     MAXC = 256      # candidate facets of one ball and one wall
 
 MAX_FACETS_PER_BALL = MAXC
+MAX_POLYHEDRON_VERTICES = PF_MAXV
 
 
 cdef inline bint seg_crosses(v3 a, v3 b, v3 t0, v3 t1, v3 t2) noexcept nogil:
@@ -180,6 +186,47 @@ cdef inline v3 corner(Mesh M, long long f, int i) noexcept nogil:
     return vld(&M.vert[3 * M.fac[3 * f + i]])
 
 
+cdef double sheet_escape(Mesh M, const int* facet, int m, v3 x, v3 nk, double cosc,
+                         const v3* xv, int nv) noexcept nogil:
+    """How far the polyhedron (world vertices xv, centroid x) must move to leave, across
+    a boundary edge (an edge of one facet only), the sheet of the candidate facets whose
+    normal on the centroid's side is within the cutoff of nk: min over those edges of
+    m.A - min_v m.x_v, m the edge's outward normal in its facet's plane. Smaller than a
+    face's deepest vertex: the body wraps around the sheet's edge (a rock across the top
+    of a rim) and the vertex depths below the face are not its overlap."""
+    cdef double best = INFINITY, pen, lo, sd
+    cdef int j, e, i
+    cdef long long g, edge
+    cdef v3 ng, A, B, C, mm
+    for j in range(m):
+        g = facet[j]
+        ng = vld(&M.normal[3 * g])
+        sd = vdot(ng, vsub(x, corner(M, g, 0)))
+        if sd < 0.0:
+            ng = vneg(ng)
+        if vdot(ng, nk) < cosc:
+            continue
+        for e in range(3):
+            edge = M.facet_edges[3 * g + e]
+            if M.edge_facets[2 * edge] >= 0 and M.edge_facets[2 * edge + 1] >= 0:
+                continue                   # shared: the surface goes on
+            A = corner(M, g, e)
+            B = corner(M, g, (e + 1) % 3)
+            C = corner(M, g, (e + 2) % 3)
+            mm = vcross(vsub(B, A), ng)
+            if vdot(mm, vsub(C, A)) > 0.0:
+                mm = vneg(mm)
+            mm = vscale(mm, 1.0 / sqrt(vdot(mm, mm)))
+            lo = INFINITY
+            for i in range(nv):
+                if vdot(mm, xv[i]) < lo:
+                    lo = vdot(mm, xv[i])
+            pen = vdot(mm, A) - lo
+            if pen < best:
+                best = pen
+    return best
+
+
 cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* facet, Mesh M,
                          const long long[:, ::1] fac,
                          const double[:, ::1] pos, const double[:, ::1] vel,
@@ -193,11 +240,15 @@ cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* fa
                          signed char[::1] active, double[:, ::1] state,
                          int[::1] holder_out,
                          double* worst, bint ell, const double[:, ::1] orient,
-                         const double[:, ::1] semi_axes, double[:, ::1] branch) noexcept nogil:
+                         const double[:, ::1] semi_axes, double[:, ::1] branch,
+                         bint poly, const int[::1] template, const long[::1] voff,
+                         const double[:, ::1] vdata, signed char[::1] status) noexcept nogil:
     """One ball and the candidate facets of one wall (rows s..e-1); returns 0, or -1
     when the group has more than MAXC rows. ell: the particle is an ellipsoid
     (ellipsoid_facet.pxd geometry; the rows' branch vectors b1 = c - foot, b2 = c - x
-    go to `branch` for the torques, as in ellipsoid_contacts.pyx)."""
+    go to `branch` for the torques, as in ellipsoid_contacts.pyx). poly: a polyhedron
+    (polyhedron_facet.pxd: per row the vertex sums or GJK/EPA, status per row; the
+    effective contact's law below; branch vectors as for ellipsoids)."""
     cdef int m = <int>(e - s), k, j, t, i, npos = 0, r, g, a, b, h, nsets, changed
     cdef double U[MAXC]
     cdef double bw[MAXC][3]
@@ -223,8 +274,24 @@ cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* fa
     cdef Load L
     cdef long long f, edge, vtx, ii
     cdef Ell E
+    cdef v3 cr
+    # polyhedra: world vertices, their claims, per row the face sums (face_sums)
+    cdef v3 xv[PF_MAXV]
+    cdef int claim[PF_MAXV]
+    cdef double fs[MAXC][6]
+    cdef v3 ns[MAXC]
+    cdef int nv = 0, tp
+    cdef double cosc
+    cdef MinkResult res
+    cdef Convex P
     if m > MAXC:
         return -1
+    if poly:
+        tp = template[p]
+        nv = <int>(voff[tp + 1] - voff[tp])
+        poly_world(&pos[p, 0], &orient[p, 0], &vdata[voff[tp], 0], nv, xv)
+        for i in range(nv):
+            claim[i] = -1
     x = vld(&pos[p, 0])
     R = radius[p]
     size = R
@@ -256,7 +323,41 @@ cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* fa
         if (sd >= 0.0 and (M.side_off[f] & 1)) or (sd < 0.0 and (M.side_off[f] & 2)):
             U[k] = -INFINITY
             continue
-        if not ell or R <= sqrt(vdot(dv, dv)):   # a sphere, or E beyond its bounding sphere
+        if poly:
+            status[s + k] = 0
+            ns[k] = fn if sd >= 0.0 else vneg(fn)
+            for i in range(6):
+                fs[k][i] = 0.0
+            if d < R:                      # within the bounding sphere
+                cosc = cos_t if cos_t < 1.0 - 1e-12 else 1.0 - 1e-12
+                i = face_sums(xv, nv, corner(M, f, 0), corner(M, f, 1), corner(M, f, 2), ns[k],
+                              k, claim, ns, cosc, fs[k])
+                if i >= 0 and sheet_escape(M, &facet[s], m, x, ns[k], cosc, xv, nv) < fs[k][5]:
+                    for j in range(nv):    # around a sheet's edge: the edge part decides
+                        if claim[j] == k:
+                            claim[j] = -1
+                    for j in range(6):
+                        fs[k][j] = 0.0
+                    i = -1
+                if i >= 0:                 # WP: the deepest vertex's projection
+                    U[k] = fs[k][5]
+                    nc[k] = ns[k]
+                    reg[k] = tri_closest(vadd(xv[i], vscale(ns[k], U[k])), corner(M, f, 0),
+                                         corner(M, f, 1), corner(M, f, 2), &q[k], &bw[k][0],
+                                         &bw[k][1], &bw[k][2])
+                else:
+                    edge_query(&pos[p, 0], &orient[p, 0], &vdata[voff[tp], 0], nv, R,
+                               corner(M, f, 0), corner(M, f, 1), corner(M, f, 2), &res)
+                    status[s + k] = res.status
+                    U[k] = -res.gap if res.status == MK_OVERLAP else -INFINITY
+                    if res.status == MK_OVERLAP:   # WP: the witness point on the triangle
+                        nc[k] = res.n
+                        reg[k] = tri_closest(res.pa, corner(M, f, 0), corner(M, f, 1),
+                                             corner(M, f, 2), &q[k], &bw[k][0], &bw[k][1],
+                                             &bw[k][2])
+            else:
+                U[k] = R - d
+        elif not ell or R <= sqrt(vdot(dv, dv)):   # a sphere, or E beyond its bounding sphere
             U[k] = R - d
             if d > 1e-12 * R:
                 nc[k] = vscale(dv, 1.0 / d)
@@ -378,9 +479,32 @@ cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* fa
             if ell:                        # E's support point along -n, back by u_n
                 eh = ell_support(&E, n, &es)
                 x2 = vadd(es, vscale(n, un))
+            elif poly:                     # the polyhedron's support point along -n
+                P = cv_poly(x, &orient[p, 0], &vdata[voff[tp], 0], nv, R)
+                x2 = vadd(vsub(x, cv_support(&P, vneg(n))), vscale(n, un))
             else:
                 x2 = vscale(n, R + un)
             foot = vsub(x, x2)
+        cr = vscale(n, 0.5 * un)           # the contact point, from the foot
+        if poly:                           # the vertex sums of the contact's facets
+            usum = 0.0
+            d = 0.0
+            es = V(0.0, 0.0, 0.0)
+            nsum = V(0.0, 0.0, 0.0)
+            for i in range(npos):          # (full mode can put rows before the holder)
+                a = order[i]
+                if uf_root(pcp, lead[a]) == g:
+                    usum = usum + fs[a][0]
+                    d = d + fs[a][1]
+                    es = vadd(es, V(fs[a][2], fs[a][3], fs[a][4]))
+                    nsum = vadd(nsum, vscale(ns[a], fs[a][0]))
+            if usum > 0.0:                 # phplane's law: u_n = -sum d_v along the
+                n = vscale(nsum, 1.0 / sqrt(vdot(nsum, nsum)))   # d-weighted normal at
+                es = vscale(es, 1.0 / usum)      # the d-weighted centroid, on the
+                foot = vsub(es, vscale(n, vdot(vsub(es, q[h]), n)))   # holder's plane,
+                x2 = vsub(x, foot)         # lifted to half the weighted mean depth
+                un = -usum
+                cr = vscale(n, -0.5 * d / usum)
         if not was[h]:                     # continuity from this contact's last holder
             fn = vld(&M.normal[3 * facet[s + h]])
             for i in range(npos):
@@ -414,14 +538,17 @@ cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* fa
             Z[0] = 0.0; Z[1] = 0.0; Z[2] = 0.0
             reff = hertz_radius(Rc, Z, False)
             r2 = eh
-            vst(&branch[s + h, 0], vscale(n, 0.5 * un))
-            vst(&branch[s + h, 3], vsub(vscale(n, 0.5 * un), x2))
+        if ell or poly:
+            vst(&branch[s + h, 0], cr)
+            vst(&branch[s + h, 3], vsub(cr, x2))
         En = NULL if M.energy == NULL else M.energy + (s + h) * E_NCOLS
-        L = contact_update(vscale(n, 0.5 * un), n, un, x2, v1, vld(&vel[p, 0]), w1,
+        L = contact_update(cr, n, un, x2, v1, vld(&vel[p, 0]), w1,
                            vld(&angvel[p, 0]), 0.0, r2, mass[p], reff,
                            &table[wall_material[w] * nmat + material[p], 0], dt, flags,
                            &active[s + h], &state[s + h, 0], En)
-        wall_work(En, L, vscale(n, 0.5 * un), v1, w1, dt)
+        wall_work(En, L, cr, v1, w1, dt)
+        if poly:                           # the deepest overlap, not the vertex sum
+            un = -U[h]
         if not (-un / size <= worst[0]):
             worst[0] = -un / size
             worst[1] = <double>(s + h)
@@ -452,7 +579,9 @@ def ball_facet(const long long[::1] group_start, const int[::1] particle, const 
                signed char[::1] active, double[:, ::1] state, int[::1] holder,
                int n_threads, const double[:, ::1] orient=None,
                const double[:, ::1] semi_axes=None, double[:, ::1] branch=None,
-               double[:, ::1] energy=None):
+               double[:, ::1] energy=None, const int[::1] template=None,
+               const long[::1] voff=None, const double[:, ::1] vdata=None,
+               signed char[::1] status=None):
     """All ball-facet contacts of one step (see the section comment above). side_off[f]:
     bit 1 = front side (where the normal points) inactive, bit 2 = back side inactive.
     Outputs: state/active of holder rows; holder[k] = holder row of the effective
@@ -461,17 +590,35 @@ def ball_facet(const long long[::1] group_start, const int[::1] particle, const 
     holder row, the torque levers) given: every particle is an ellipsoid (semi_axes
     three) and the overlap ratio is U / the smallest semi-axis. energy: None, or per
     row the energy terms (pyx/laws.pxd E_*) of the rows computed (energy tracking).
+    Polyhedra: orient, template, voff, vdata (the vertex tables of
+    pdem.shape_templates), branch and status (rows: the GJK/EPA status of the edge
+    queries, gjk.pxd MK_*) given: every particle is a polyhedron (polyhedron_facet.pxd);
+    the overlap ratio is the deepest overlap / the bounding radius.
     Returns (max U / R, its row, first row of a group with more than MAXC facets or -1)."""
     cdef Py_ssize_t ng = group_start.shape[0] - 1, gi
     cdef int nt = max(1, n_threads), tid
     cdef Mesh M
     cdef bint ell = semi_axes is not None
+    cdef bint poly = vdata is not None
     if ng <= 0:
         return 0.0, -1, -1
-    if ell and (orient is None or branch is None or branch.shape[0] < particle.shape[0]):
-        raise ValueError("ball_facet: ellipsoids need orient, semi_axes and branch (rows, 6)")
+    if (ell or poly) and (orient is None or branch is None or
+                          branch.shape[0] < particle.shape[0]):
+        raise ValueError("ball_facet: ellipsoids and polyhedra need orient and branch (rows, 6)")
+    if poly and (template is None or voff is None or status is None or
+                 status.shape[0] < particle.shape[0] or
+                 np.max(np.diff(np.asarray(voff))) > PF_MAXV):
+        raise ValueError("ball_facet: polyhedra need template, voff, status (rows) and at "
+                         "most %d vertices each" % PF_MAXV)
+    if not poly:
+        template = np.zeros(1, np.int32)
+        voff = np.zeros(2, np.int64)
+        vdata = np.zeros((1, 3))
+        status = np.zeros(1, np.int8)
     if not ell:
-        orient = semi_axes = branch = np.zeros((1, 6))
+        semi_axes = np.zeros((1, 6))
+    if not (ell or poly):
+        orient = branch = np.zeros((1, 6))
     M.vert = &vertices[0, 0]
     M.fac = &facets[0, 0]
     M.normal = &normals[0, 0]
@@ -492,7 +639,8 @@ def ball_facet(const long long[::1] group_start, const int[::1] particle, const 
                            angvel, radius, mass, material, wall_material, wall_cos_theta,
                            wall_full, wall_rigid, wall_v, wall_w, wall_ref, vertex_vel,
                            pair_table, n_materials, dt, flags, active, state, holder,
-                           &worst[tid, 0], ell, orient, semi_axes, branch) < 0:
+                           &worst[tid, 0], ell, orient, semi_axes, branch, poly, template,
+                           voff, vdata, status) < 0:
             if crowded[tid] < 0:
                 crowded[tid] = group_start[gi]
     best = 0

@@ -6,6 +6,7 @@ torques from this step's branch vectors (as the other ellipsoid kinds)."""
 import numpy as np
 
 from .._kernels import ellipsoid_contacts as ek
+from ..particles import SHAPES
 from .kinds import FacetContacts, ShapeWallRows, register
 
 
@@ -14,6 +15,7 @@ class EllipsoidFacetContacts(ShapeWallRows, FacetContacts):
     """Ellipsoids within the skin of mesh-wall facets (rows as FacetContacts)."""
     name = "ellmesh"
     ellipsoids = True
+    particle_shape = SHAPES["ellipsoid"]
 
     def build(self, b):
         if not self.sim.shapes:

@@ -333,6 +333,7 @@ class FacetContacts(WallContacts):
     (particle id, global facet), in groups of consecutive rows of one (particle, wall)."""
     name = "mesh"
     ellipsoids = False              # the rows of this kind: spheres (or ellipsoids)
+    particle_shape = SHAPES["sphere"]
 
     def __init__(self, sim):
         super().__init__(sim)
@@ -354,9 +355,8 @@ class FacetContacts(WallContacts):
         self.n_local_facets = len(local)
         p, f = fk.facet_candidates(st.pos, st.radius, b.n_own, mw.vertices, mw.facets, local,
                                    b.skin)
-        mask = shaped(sim, p)
-        if mask is not None:             # ellipsoids: EllipsoidFacetContacts
-            keep = mask if self.ellipsoids else ~mask
+        if sim.shapes:                   # non-spheres: their own facet kinds
+            keep = st.shape[p] == self.particle_shape
             p, f = p[keep], f[keep]
         key = keys.make(st.id[p], f)
         order = np.argsort(key, kind="stable")
@@ -749,3 +749,4 @@ from .region_walls import RegionWallContacts  # noqa: E402,F401  (after bonds: n
 from .clump_kinds import ClumpPairs, ClumpPlaneContacts  # noqa: E402,F401  (likewise)
 from .ellipsoid_facets import EllipsoidFacetContacts  # noqa: E402,F401  (last: codes kept)
 from .ellipse_segments import EllipsePointContacts, EllipseSegmentContacts  # noqa: E402,F401
+from .polyhedron_mesh import PolyhedronFacetContacts  # noqa: E402,F401  (last: codes kept)

@@ -62,13 +62,12 @@ VERSION = 10        # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bi
                     # (group "cell", pdem/cell.py); 9: the clump kinds,
                     # rows with a sub-key (pdem/contact/clump_kinds.py), and the polyhedron
                     # kinds (docs/polyhedra.md); 10: the strain, stress and strain rate
-                    # of deformable DDA particles (docs/dda.md)
+                    # of deformable DDA particles (docs/dda.md), the kind phmesh
 READS = (5, 6, 7, 8, 9, 10)  # older files: no region walls (5), no shapes (5, 6): spheres only
 SINCE = {"shape": 7, "semi_axes": 7, "inertia_body": 7, "angmom": 7,   # particle fields
          "template": 8}                                              # newer than format 5
-SHAPE_KINDS = ("ellpair", "ellplane")
-CLUMP_KINDS = ("clump", "clplane")     # since format 9
-POLY_KINDS = ("phpair", "phplane")      # since format 9
+KIND_SINCE = {"region": 6, "ellpair": 7, "ellplane": 7, "ellmesh": 9, "clump": 9,   # kinds
+              "clplane": 9, "phpair": 9, "phplane": 9, "phmesh": 10}        # newer than 5
 ELEMENT_FIELDS = ("a", "b", "material")      # pdem.contact.walls.Segments
 ROW_LAYOUT = json.dumps({"columns": COLUMNS, "ncols": NCOLS, "key_bits": keys.BITS})
 CHUNK = 1 << 20                     # rows read at a time on restart
@@ -184,10 +183,8 @@ def _open(path, comm):
                 ["particles/" + k for k in list(FIELDS) + ["build_pos"]
                  if f.attrs["version"] >= SINCE.get(k, 5) and k not in OPTIONAL] + \
                 ["interactions/%s/%s" % (c.name, k) for c in KINDS
-                 for k in ("key", "active", "state") if (c.name != "region" or
-                 f.attrs["version"] >= 6) and (c.name not in SHAPE_KINDS or
-                                               f.attrs["version"] >= 7) and
-                 (c.name not in CLUMP_KINDS + POLY_KINDS or f.attrs["version"] >= 9)] + \
+                 for k in ("key", "active", "state")
+                 if f.attrs["version"] >= KIND_SINCE.get(c.name, 5)] + \
                 ["mesh_walls"] + \
                 ["bonds_broken/" + k for k in BROKEN_FIELDS]
             missing = [k for k in need if k not in f]

@@ -364,6 +364,8 @@ class ResultFile:
             desc["bonds"] = self._write_bonds(g, sim.bonds())
         if clumps.SHAPE in sim.templates.shapes:
             desc["members"] = self._write_members(g, sim)
+        if sim.polyhedra:
+            desc["polyhedra"] = self._write_polyhedra(g, sim)
         self.h5.attrs["n_frames"] = len(self.frames) + 1
         self.h5.attrs["material_names"] = [m.name for m in sim.materials.materials] or [""]
         self.h5.flush()
@@ -413,6 +415,21 @@ class ResultFile:
                               ("vertex", m0 + np.arange(len(ids), dtype=np.int32), "1")):
             self._rows(mg, f, rows, m0, nm, unit)
         return {"n_members": nm}
+
+    def _write_polyhedra(self, g, sim):
+        """The polyhedra (and 2D polygons: their contact prisms) in their current pose as
+        one triangle mesh (polyhedra/vertices: centroid + R(q) v_body, facets: indices
+        into the frame's vertices, id: the particle of each facet), each rank's rows at
+        its offset (collective; ParaView: the XDMF grid "polyhedra", docs/polyhedra.md)."""
+        from ..polyhedra import world_mesh
+        pts, tris, ids = world_mesh(sim)
+        (v0, f0), (nv, nf) = row_offsets(self.comm, [len(pts), len(tris)])
+        pg = g.create_group("polyhedra")
+        for f, rows, start, total, unit in (("vertices", pts, v0, nv, "L"),
+                                            ("facets", tris + v0, f0, nf, "1"),
+                                            ("id", ids.astype(np.int64), f0, nf, "1")):
+            self._rows(pg, f, rows, start, total, unit)
+        return {"n_vertices": nv, "n_facets": nf}
 
     def write_series(self):
         """Append one row of global quantities to the time series (collective). Rows

@@ -104,6 +104,7 @@ class XdmfIndex:
         self.h5name = self._relative(h5_path)
         self.particles, self.contacts, self.mesh_walls, self.segments = [], [], [], []
         self.bonds, self.cracks, self.members, self.cell = [], [], [], []
+        self.polyhedra = []
 
     def _relative(self, h5_path):
         return os.path.relpath(os.path.abspath(h5_path),
@@ -168,6 +169,10 @@ class XdmfIndex:
             self.cracks.append(self._text(holder))
         if "members" in frame:
             self._add_members(frame)
+        if "polyhedra" in frame:        # solid polyhedra in their pose (docs/polyhedra.md)
+            self.polyhedra.append(self._render_mesh("polyhedra_" + fr, frame["time"],
+                                                    "/frames/%s/polyhedra" % fr,
+                                                    frame["polyhedra"], ("id", "id", np.int64)))
 
     def _add_members(self, frame):
         """The member spheres of the clumps (frames/<n>/members) as points."""
@@ -194,8 +199,10 @@ class XdmfIndex:
         ET.indent(grid, space=" ", level=2)
         return "   " + ET.tostring(grid, encoding="unicode").rstrip() + "\n"
 
-    def _render_mesh(self, name, time, group, size):
-        """The faceted walls of a frame: Triangle topology, wall index per facet."""
+    def _render_mesh(self, name, time, group, size, cell_data=("wall", "facet_wall", np.int32)):
+        """A triangle mesh of a frame (faceted walls, the cell's faces, the polyhedra):
+        Triangle topology, one attribute per facet (cell_data: its name, dataset, dtype;
+        the wall index by default)."""
         grid = ET.Element("Grid", Name=name, GridType="Uniform")
         ET.SubElement(grid, "Time", Value=repr(float(time)))
         nf, nv = size["n_facets"], size["n_vertices"]
@@ -203,8 +210,9 @@ class XdmfIndex:
         _data_item(topo, self.h5name, group + "/facets", (nf, 3), np.int64)
         geo = ET.SubElement(grid, "Geometry", GeometryType="XYZ")
         _data_item(geo, self.h5name, group + "/vertices", (nv, 3), np.float64)
-        att = ET.SubElement(grid, "Attribute", Name="wall", AttributeType="Scalar", Center="Cell")
-        _data_item(att, self.h5name, group + "/facet_wall", (nf,), np.int32)
+        att = ET.SubElement(grid, "Attribute", Name=cell_data[0], AttributeType="Scalar",
+                            Center="Cell")
+        _data_item(att, self.h5name, group + "/" + cell_data[1], (nf,), cell_data[2])
         ET.indent(grid, space=" ", level=2)
         return "   " + ET.tostring(grid, encoding="unicode").rstrip() + "\n"
 
@@ -215,7 +223,8 @@ class XdmfIndex:
         for name, grids in (("particles", self.particles), ("contacts", self.contacts),
                             ("mesh_walls", self.mesh_walls), ("segments", self.segments),
                             ("bonds", self.bonds), ("cracks", self.cracks),
-                            ("members", self.members), ("cell", self.cell)):
+                            ("members", self.members), ("cell", self.cell),
+                            ("polyhedra", self.polyhedra)):
             if grids or name == "particles":
                 parts.append('  <Grid Name="%s" GridType="Collection" CollectionType="Temporal">\n'
                              % name)
@@ -257,6 +266,9 @@ def describe(h5_path, last_step=None):
                 desc["segments"] = {"n_segments": len(g["segments/lines"])}
             if "members" in g:
                 desc["members"] = {"n_members": len(g["members/radius"])}
+            if "polyhedra" in g:
+                desc["polyhedra"] = {"n_vertices": len(g["polyhedra/vertices"]),
+                                     "n_facets": len(g["polyhedra/facets"])}
             frames.append(desc)
     return frames
 

@@ -11,20 +11,28 @@ from mpi4py import MPI
 
 import pdem
 from pdem import polyhedra as P
+from pdem.contact import shapes
 from scenes import assert_same_state, state
 
 STEPS = 250
 
 
-def tumbler(comm, threads=1):
+def tumbler(comm, threads=1, mesh=False):
     """Polyhedron-polyhedron, -sphere, -ellipsoid and -plane contacts with friction,
     migrating across ranks and through the periodic boundaries (ghosts carry the
-    template index and orientation)."""
+    template index and orientation). mesh: a bumpy mesh floor (random vertex heights:
+    faces, edges and corners of the mesh) moving sideways instead of the plane."""
     sim = pdem.Simulation(pdem.Domain((0, 0, 0), (1.2, 0.9, 0.8), periodic=(True, True, False)),
                           dt=4e-4, gravity=(0, 0, -9.81), comm=comm, threads=threads,
                           check_ids=True)
     m = sim.material("m", density=1000.0, kn=1e4, friction=0.4, restitution=0.4)
-    sim.add_plane((0, 0, 0), (0, 0, 1), m)
+    if mesh:
+        floor = shapes.rectangle((-0.2, -0.2), (1.4, 1.1), 0.0, 12)
+        bumps = np.random.default_rng(3).uniform(-0.03, 0.0, len(floor.vertices))
+        sim.add_mesh_wall(pdem.Mesh(floor.vertices + np.c_[0 * bumps, 0 * bumps, bumps],
+                                    floor.facets), m, velocity=(0.05, 0.02, 0.0))
+    else:
+        sim.add_plane((0, 0, 0), (0, 0, 1), m)
     rng = np.random.default_rng(7)
     g = np.arange(0.075, 1.2, 0.15)
     x, y, z = np.meshgrid(g, g[g < 0.9], [0.1, 0.25, 0.4], indexing="ij")
@@ -98,10 +106,10 @@ def tumbler2d(comm, threads=1):
     return sim
 
 
-def reference(comm, steps, scene=tumbler):
+def reference(comm, steps, scene=tumbler, **kw):
     ref = None
     if comm.rank == 0:
-        sim = scene(MPI.COMM_SELF)
+        sim = scene(MPI.COMM_SELF, **kw)
         sim.run(steps=steps)
         ref = state(sim)
     return comm.bcast(ref, root=0)
@@ -153,6 +161,29 @@ def test_polyhedra_restart_bitwise(shared_dir, scene):
     if comm.rank == 0:
         resumed = pdem.restart(path, comm=MPI.COMM_SELF)
         assert len(resumed.templates) == 2 and resumed.polyhedra
+        resumed.run(steps=STEPS - (STEPS // 2 + 7))
+        assert_same_state(state(resumed), ref)
+    comm.Barrier()
+
+
+@pytest.mark.mpi(min_size=1)
+def test_polyhedra_on_a_moving_bumpy_mesh_same_bits_and_restart(shared_dir):
+    """Rocks, cubes, ellipsoids and spheres on a bumpy mesh floor moving sideways (phmesh
+    rows: vertex sums and GJK/EPA, links, continuity), 2 threads: the same bits as one
+    rank and thread; a checkpoint half way, restarted on rank 0 alone, continues bit for
+    bit."""
+    comm = MPI.COMM_WORLD
+    sim = tumbler(comm, 2, mesh=True)
+    sim.run(steps=STEPS // 2 + 7)
+    path = os.path.join(shared_dir, "poly_mesh.h5")
+    sim.checkpoint(path)
+    sim.run(steps=STEPS - (STEPS // 2 + 7))
+    got = state(sim)
+    assert {"phpair", "phmesh", "ellmesh"} <= set(got[1]["kind"])
+    ref = reference(comm, STEPS, mesh=True)
+    assert_same_state(got, ref)
+    if comm.rank == 0:
+        resumed = pdem.restart(path, comm=MPI.COMM_SELF)
         resumed.run(steps=STEPS - (STEPS // 2 + 7))
         assert_same_state(state(resumed), ref)
     comm.Barrier()
