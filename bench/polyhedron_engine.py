@@ -15,9 +15,8 @@ left to fall and settle for 0.4 s (a bed coming to rest); then alternating windo
 steps (rocks warm, rocks cold, spheres), 3 times, the fastest window of each kept (the
 machine is shared).
 
---law: the pair law of the rocks. "minkowski" (the Minkowski-overlap ECC law, GJK/EPA).
-SLOT for the contact-volume ECC model (seed 002; branch `ecc`): "volume" is listed and
-refused until that law is merged; fill `select_law` with its switch then."""
+--law: the pair law of the rocks: "minkowski" (the Minkowski-overlap ECC law, GJK/EPA) or
+"volume" (seed 002's contact-volume ECC law, `select_law`)."""
 import sys
 import time
 
@@ -30,12 +29,15 @@ LAWS = ("minkowski", "volume")
 
 
 def select_law(sim, law):
-    """Put the rock pairs of `sim` on `law` (LAWS). The volume model is not on this
-    branch: after merging `ecc`, select it here (its kind or law switch) and remove
-    the refusal."""
+    """Put the rock pairs and rock-floor contacts of `sim` on `law` (LAWS). "volume": the
+    contact-volume ECC law with p = 2 (w = k_v V^2 / 2: faces rest, docs/polyhedra.md),
+    k_v such that a face of the equivalent sphere's cross-section pi r_eq^2 has the
+    stiffness kn of the Minkowski law (k_v A^2 = kn)."""
     if law == "volume":
-        raise SystemExit("--law volume: the contact-volume model is on branch ecc; fill "
-                         "bench/polyhedron_engine.py select_law after merging it")
+        m = sim.materials.by_name["rock"]
+        r_eq = 0.01 * (0.75 * 0.55) ** (1 / 3)
+        sim.pair(m, m, contact_model="volume", volume_stiffness=m.kn / (np.pi * r_eq ** 2) ** 2,
+                 volume_power=2.0)
 
 
 def bed(kind, n, seed=1):
