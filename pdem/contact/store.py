@@ -26,11 +26,9 @@ _NO_ORDER = np.zeros(0, np.int64)
 
 
 class ContactBatch:
-    def __init__(self, i1=None, i2=None, key=None, spare=None, pooled=False):
-        """spare: a batch whose rows nothing uses any more (the list before the last
-        one): its state memory is reused, zeroed, when it has room (a new 20 MB array
-        at every rebuild costs more in page faults than zeroing one). pooled: state
-        rows only for the candidates that carry state (the module's docstring)."""
+    def __init__(self, i1=None, i2=None, key=None, pooled=False):
+        """pooled: state rows only for the candidates that carry state (the module's
+        docstring)."""
         n = 0 if key is None else len(key)
         self.i1 = np.zeros(n, np.int32) if i1 is None else np.ascontiguousarray(i1, np.int32)
         self.i2 = np.zeros(n, np.int32) if i2 is None else np.ascontiguousarray(i2, np.int32)
@@ -41,15 +39,8 @@ class ContactBatch:
         if pooled:
             self.slot = np.full(n, -1, np.int32)
             self.pool(0, 0)
-            return
-        buf = None if spare is None else spare.buffer
-        if buf is not None and n <= len(buf) <= 2 * n + 1024:
-            self.buffer = buf
-            self.state = buf[:n]
-            self.state.fill(0.0)
-        else:           # with a spare in use: room for a slightly longer list next time
-            self.buffer = np.zeros((n + (n // 8 if spare is not None else 0), NCOLS))
-            self.state = self.buffer[:n]
+        else:
+            self.state = np.zeros((n, NCOLS))
 
     def __getattr__(self, name):
         """Named views of the state columns: T, u, phi, u0, phi0, force, moment."""
