@@ -155,13 +155,13 @@ def worker_pdem(args):
         sim = make_sim(np.load(args.init), args)
     n = sim.n_particles
     sim.run(steps=1)                           # warm-up step: neighbor list (not timed)
-    start = pdem_state(sim)
+    start = None if args.no_state else pdem_state(sim)
     wall, cpu, rebuilt, sent = timed_run(sim, args.steps)
     walls, cpus = comm.allgather(wall), comm.allgather(cpu)
     timers = sim.timer_stats()
     rebuilds = comm.allgather(rebuilt)
     migrated = sim.global_sum(sent)
-    end = pdem_state(sim)
+    end = None if args.no_state else pdem_state(sim)
     if comm.rank == 0:
         out = {"ranks": comm.size, "dims": [int(x) for x in sim.dec.dims], "particles": n, "steps": args.steps, "wall_s": max(walls),
                "cpu_s": max(cpus), "cpu_s_ranks": cpus,
@@ -327,6 +327,7 @@ def main(argv=None):
     ap.add_argument("--json", default=None, help="write the results to this JSON file")
     ap.add_argument("--worker", choices=("warm", "pdem"), help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
+    ap.add_argument("--no-state", action="store_true", help=argparse.SUPPRESS)  # memory runs
     ap.add_argument("--init", help=argparse.SUPPRESS)
     ap.add_argument("--ckpt", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

@@ -36,7 +36,8 @@ class ContactBatch:
         self.active = np.zeros(n, np.int8)
         self.sub = np.zeros(n, np.int32)        # sub-key: clump member indices (clump_kinds)
         self.slot = None
-        if pooled:
+        if pooled:                              # sphere pairs: no sub-key (all zero)
+            self.sub = np.broadcast_to(np.zeros(1, np.int32), (n,))
             self.slot = np.full(n, -1, np.int32)
             self.pool(0, 0)
         else:
