@@ -146,6 +146,15 @@ def worker_warm(args):
             json.dump({"w0": s0, "w1": s1, "wall_s": wall, "rebuilds": sim.n_rebuilds}, fh)
 
 
+def vm_hwm_kib():
+    """Peak resident set of this process so far (Linux /proc; None elsewhere)."""
+    try:
+        with open("/proc/self/status") as fh:
+            return int(next(l for l in fh if l.startswith("VmHWM:")).split()[1])
+    except (OSError, StopIteration):
+        return None
+
+
 def worker_pdem(args):
     from mpi4py import MPI
     comm = MPI.COMM_WORLD
@@ -169,6 +178,7 @@ def worker_pdem(args):
                "timers_s": {k: float(v[2]) for k, v in timers.items()},       # max over ranks
                "timers_min_mean_max_s": {k: list(map(float, v)) for k, v in timers.items()},
                "n_rebuilds": int(max(rebuilds)), "migrated": int(migrated),
+               "vm_hwm_kib": vm_hwm_kib(),
                "start": start, "end": end}
         with open(args.out, "w") as fh:
             json.dump(out, fh, default=float)
