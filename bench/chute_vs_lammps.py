@@ -146,6 +146,15 @@ def worker_warm(args):
             json.dump({"w0": s0, "w1": s1, "wall_s": wall, "rebuilds": sim.n_rebuilds}, fh)
 
 
+def vm_hwm_kib():
+    """Peak resident set of this process so far (Linux /proc; None elsewhere)."""
+    try:
+        with open("/proc/self/status") as fh:
+            return int(next(l for l in fh if l.startswith("VmHWM:")).split()[1])
+    except (OSError, StopIteration):
+        return None
+
+
 def worker_pdem(args):
     from mpi4py import MPI
     comm = MPI.COMM_WORLD
@@ -155,13 +164,13 @@ def worker_pdem(args):
         sim = make_sim(np.load(args.init), args)
     n = sim.n_particles
     sim.run(steps=1)                           # warm-up step: neighbor list (not timed)
-    start = pdem_state(sim)
+    start = None if args.no_state else pdem_state(sim)
     wall, cpu, rebuilt, sent = timed_run(sim, args.steps)
     walls, cpus = comm.allgather(wall), comm.allgather(cpu)
     timers = sim.timer_stats()
     rebuilds = comm.allgather(rebuilt)
     migrated = sim.global_sum(sent)
-    end = pdem_state(sim)
+    end = None if args.no_state else pdem_state(sim)
     if comm.rank == 0:
         out = {"ranks": comm.size, "dims": [int(x) for x in sim.dec.dims], "particles": n, "steps": args.steps, "wall_s": max(walls),
                "cpu_s": max(cpus), "cpu_s_ranks": cpus,
@@ -169,6 +178,7 @@ def worker_pdem(args):
                "timers_s": {k: float(v[2]) for k, v in timers.items()},       # max over ranks
                "timers_min_mean_max_s": {k: list(map(float, v)) for k, v in timers.items()},
                "n_rebuilds": int(max(rebuilds)), "migrated": int(migrated),
+               "vm_hwm_kib": vm_hwm_kib(),
                "start": start, "end": end}
         with open(args.out, "w") as fh:
             json.dump(out, fh, default=float)
@@ -327,6 +337,7 @@ def main(argv=None):
     ap.add_argument("--json", default=None, help="write the results to this JSON file")
     ap.add_argument("--worker", choices=("warm", "pdem"), help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
+    ap.add_argument("--no-state", action="store_true", help=argparse.SUPPRESS)  # memory runs
     ap.add_argument("--init", help=argparse.SUPPRESS)
     ap.add_argument("--ckpt", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

@@ -10,7 +10,9 @@ loaded; LAMMPS: the lmp process). Printed per size: the peak RSS of both codes, 
 particle, and the marginal memory per particle between the two sizes (the slope, which
 leaves out what does not grow with the system: the interpreter and libraries for pdem,
 the binary for LAMMPS), with the ratio pdem / LAMMPS. Memory does not depend on the
-machine's load, unlike timings.
+machine's load, unlike timings. The pdem run skips the flow-state report of the chute
+worker before and after the run (sim.particles() and sim.contacts() copies: output,
+which LAMMPS's run does not make; --no-state).
 
 Usage: bench/memory_vs_lammps.py [--sizes 33000 130000] [--steps 1000] [--json FILE]
 """
@@ -57,7 +59,7 @@ def measure(size, args, lmp):
     cmd = ["mpirun", "-n", "1", "--bind-to", "none", TIME, "-f", "%M", "-o", timed,
            sys.executable, "-m", "mpi4py", os.path.join(HERE, "chute_vs_lammps.py"),
            "--worker", "pdem", "--init", init, "--out", out, "--steps", str(args.steps),
-           "--warmup", "0"]
+           "--warmup", "0", "--no-state"]
     res = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if res.returncode:
         sys.exit("pdem run failed:\n" + (res.stdout + res.stderr)[-3000:])

@@ -38,7 +38,12 @@ def _moments(sim):
         owners = kind.owners()
         branch = getattr(kind, "branch", spheres)    # ellipsoid kinds: their levers
         if len(owners) == 2:
-            _a.contact_moments(b.active, b.state, owners[0], b.i1, owners[1], b.i2,
+            active, state, i1, i2 = b.active, b.state, b.i1, b.i2
+            if b.slot is not None:                  # pooled: the rows in contact, in order
+                a = np.flatnonzero(active)
+                active, state, i1, i2 = active[a], state[b.slot[a]], i1[a], i2[a]
+                owners = [o[a] for o in owners]
+            _a.contact_moments(active, state, owners[0], i1, owners[1], i2,
                                st.radius, moment, count, branch)
         else:                                       # a wall: body 2 is the owned particle
             _a.contact_moments(b.active, b.state, none, none, owners[0], b.i1,
@@ -130,7 +135,7 @@ def fabric(sim):
         kind = sim.interactions[name]
         b = kind.batch
         a = np.flatnonzero(b.active)
-        normals.append(b.T[a[kind.owner1[a] >= 0], :3])     # each pair once: owner of id1
+        normals.append(b.T[b.at(a[kind.owner1[a] >= 0]), :3])   # each pair once: owner of id1
     normal = np.concatenate(normals)
     sums = sim.collective.sum(np.concatenate([np.einsum("ci,cj->ij", normal, normal).ravel(),
                                               [len(normal), sim.store.n_own]]))

@@ -957,6 +957,7 @@ class Simulation:
                                   self.cell.reference if self.cell.deforming else None)
         n_own = len(own["id"])
         st.set_local(local, n_own=n_own)
+        own = local = None              # the old local arrays go before the lists are built
         self.cell.built(restore)
         owner = self._owners(order, n_own)
         build = Build(n_own, owner, list_skin, cutoff, restore)

@@ -7,7 +7,9 @@ Data layout. A batch is a set of candidate pairs from the Verlet list, sorted by
 (owned or ghost). Per pair, the arrays hold the L6Geom state -- active flag, T
 (rows, 9 doubles), u, phi, shifted origins u0, phi0 -- and the outputs: force and
 law moment on particle 2 (global); the torques on both bodies follow from them
-(contact_row.pxd row_torques).
+(contact_row.pxd row_torques). A pooled batch (pdem.contact.store) keeps these rows
+only for the pairs with state: slot[k] is pair k's row or -1; the kernel takes a row for
+each pair that forms and gives back the row of each pair that opens (see "state pool").
 
 Determinism. Pair k is computed from particle 1's position and x2 - x1 +
 H (image2 - image1) (H the cell matrix), the same numbers on every rank and thread count; the
@@ -21,6 +23,8 @@ partners' data prefetched; sphere-plane contacts go one at a time.
 cimport cython
 from cython.parallel cimport prange, threadid
 from libc.math cimport sqrt, isfinite, cbrt, M_PI
+from libc.stdlib cimport malloc, realloc, free
+from libc.string cimport memcpy, memset
 from vecmath cimport v3, m33, V, vld, vst, mld, mst, vadd, vsub, vscale, vneg, vdot, \
     vcross, mtdot, image_shift, image_velocity, cell_moving
 from l6geom cimport l6_frame, l6_mid_rates, l6_advance, APPROX_MID_NORMAL, APPROX_MID_TRSF
@@ -254,9 +258,123 @@ cdef void block_geometry(int nb, Block* blk, double dt, int flags) noexcept nogi
         block_loop(nb, blk, dt, flags)
 
 
+# State pool (pooled batches). A thread writes the pairs that form in its range to rows
+# of its own (Fresh.rows, in pair order) and lists the rows of the pairs that open; after
+# the parallel loop, `settle` returns the opened rows to the free list, then gives each
+# formed pair a row from it and copies its state there, thread by thread, i.e. in pair
+# order: the same rows for any number of threads.
+cdef struct Fresh:
+    double* rows              # the formed pairs' state rows (S_NCOLS doubles each)
+    Py_ssize_t* k             # their pair indices
+    Py_ssize_t n, cap
+    int* freed                # rows of the pairs that opened
+    Py_ssize_t n_freed, cap_freed
+    bint failed               # out of memory
+    double scratch[S_NCOLS]
+
+
+cdef double zero_row[S_NCOLS]     # the frame of a forming pair in a block (ignored)
+
+
+cdef double* fresh_row(Fresh* fr, Py_ssize_t k) noexcept nogil:
+    """A state row for pair k, which forms this step."""
+    cdef Py_ssize_t cap
+    cdef void* rows
+    cdef void* ks
+    if fr.n == fr.cap:
+        cap = 2 * fr.cap + 64
+        rows = realloc(fr.rows, cap * S_NCOLS * sizeof(double))
+        if rows != NULL:
+            fr.rows = <double*>rows
+        ks = realloc(fr.k, cap * sizeof(Py_ssize_t))
+        if ks != NULL:
+            fr.k = <Py_ssize_t*>ks
+        if rows == NULL or ks == NULL:
+            fr.failed = True
+            return fr.scratch
+        fr.cap = cap
+    fr.k[fr.n] = k
+    fr.n += 1
+    return fr.rows + (fr.n - 1) * S_NCOLS
+
+
+cdef void freed_row(Fresh* fr, int* slot, Py_ssize_t k) noexcept nogil:
+    """Pair k opened: its state row goes back to the pool."""
+    cdef void* p
+    if fr.n_freed == fr.cap_freed:
+        p = realloc(fr.freed, (2 * fr.cap_freed + 64) * sizeof(int))
+        if p == NULL:
+            fr.failed = True
+            return
+        fr.freed = <int*>p
+        fr.cap_freed = 2 * fr.cap_freed + 64
+    fr.freed[fr.n_freed] = slot[k]
+    fr.n_freed += 1
+    slot[k] = -1
+
+
+cdef inline double* pair_row(double* state, int* slot, Py_ssize_t k, Fresh* fr) noexcept nogil:
+    """Pair k's state row (a new one from fresh_row when it has none)."""
+    if slot == NULL:
+        return state + k * S_NCOLS
+    if slot[k] >= 0:
+        return state + slot[k] * S_NCOLS
+    return fresh_row(fr, k)
+
+
+cdef int settle(object pool, Fresh* fr, int nt) except -1:
+    """The end of a pooled kernel call (see "State pool"): the Fresh records fr of its nt
+    threads go into `pool` (pdem.contact.store.ContactBatch: state, slot, free, n_free;
+    the pool grows when it has too few free rows), then are freed."""
+    cdef int t
+    cdef Py_ssize_t j, n_new = 0, n_free, cap, grow
+    cdef bint failed = False
+    cdef int[::1] free_rows, slot
+    cdef double[:, ::1] state
+    try:
+        for t in range(nt):
+            n_new += fr[t].n
+            failed = failed or fr[t].failed
+        if failed:
+            raise MemoryError("contact state pool: out of memory")
+        free_rows = pool.free
+        n_free = pool.n_free
+        for t in range(nt):
+            for j in range(fr[t].n_freed):
+                free_rows[n_free] = fr[t].freed[j]
+                n_free += 1
+        if n_free < n_new:
+            cap = pool.state.shape[0]
+            grow = n_new - n_free + cap // 4 + 64
+            bigger = np.zeros((cap + grow, S_NCOLS))
+            bigger[:cap] = pool.state
+            rows = np.empty(cap + grow, np.int32)
+            rows[:grow] = np.arange(cap + grow - 1, cap - 1, -1, dtype=np.int32)
+            rows[grow:grow + n_free] = pool.free[:n_free]
+            pool.state, pool.free = bigger, rows
+            free_rows = rows
+            n_free += grow
+        state = pool.state
+        slot = pool.slot
+        for t in range(nt):
+            for j in range(fr[t].n):
+                n_free -= 1
+                memcpy(&state[free_rows[n_free], 0], fr[t].rows + j * S_NCOLS,
+                       S_NCOLS * sizeof(double))
+                slot[fr[t].k[j]] = free_rows[n_free]
+        pool.n_free = n_free
+        return 0
+    finally:
+        for t in range(nt):
+            free(fr[t].rows)
+            free(fr[t].k)
+            free(fr[t].freed)
+        free(fr)
+
+
 cdef void block_finish(int nb, Block* blk, const int* i1, const int* i2, const Bodies* B,
-                       double dt, int flags, signed char* active, double* state, double* worst,
-                       const Sums* S) noexcept nogil:
+                       double dt, int flags, signed char* active, double* state, int* slot,
+                       Fresh* fr, double* worst, const Sums* S) noexcept nogil:
     """The block's geometry, then per pair in pair order: the L6Geom increments and the
     law (the scalar route for pairs that form and for turns beyond 90 degrees), the row,
     the worst overlap and the in-pass sums."""
@@ -285,7 +403,7 @@ cdef void block_finish(int nb, Block* blk, const int* i1, const int* i2, const B
     block_geometry(nb, blk, dt, flags)
     for j in range(nb):
         k = blk.k[j]
-        row = state + k * S_NCOLS
+        row = pair_row(state, slot, k, fr)
         ra = bin[B_R1][j]
         rb = bin[B_R2][j]
         un = bout[O_UN][j]
@@ -325,14 +443,16 @@ cdef void block_finish(int nb, Block* blk, const int* i1, const int* i2, const B
 
 cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
                      const Bodies* B, double dt, int flags, signed char* active,
-                     double* state, double* worst, const Sums* S, bint blocks) noexcept nogil:
+                     double* state, int* slot, Fresh* fr, double* worst, const Sums* S,
+                     bint blocks) noexcept nogil:
     """Candidate pairs k0 .. k1-1 (particle indices a < b in id order): screening, then
     blocks of touching pairs (a block of one pair when `blocks` is False). Pairs that
-    do not touch get active = 0 and their rows are not touched."""
+    do not touch get active = 0 and their rows are not touched (slot: NULL, one row per
+    pair; else a pooled batch, whose pairs that open give their rows back)."""
     cdef Block blk
     cdef double (*bin)[NB]
     cdef Py_ssize_t k, kp
-    cdef int nb = 0, a, b, i
+    cdef int nb = 0, a, b, i, s
     cdef int full = NB if blocks else 1
     cdef double dist2, rs
     cdef v3 x2
@@ -369,7 +489,11 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
             if owner2 != NULL and owner2[kp] >= 0:
                 prefetch(fsum + 3 * owner2[kp])
                 prefetch(tsum + 3 * owner2[kp])
-            row = state + (kp if active[kp] else k) * S_NCOLS
+            if slot == NULL:
+                row = state + (kp if active[kp] else k) * S_NCOLS
+            else:
+                s = slot[kp]
+                row = state + s * S_NCOLS if s >= 0 else zero_row
             for i in range(0, S_NCOLS, 8):
                 prefetch(row + i)
             prefetch(row + S_NCOLS - 1)
@@ -388,9 +512,11 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
                                               radius[a], radius[b], sqrt(dist2) - rs)):
             if B.energy != NULL and active[k]:
                 opened(B.pair_table + (B.material[a] * B.n_materials + B.material[b]) * P_NCOLS,
-                       radius[a] * radius[b] / (radius[a] + radius[b]), state + k * S_NCOLS,
-                       B.energy + k * E_NCOLS)
+                       radius[a] * radius[b] / (radius[a] + radius[b]),
+                       pair_row(state, slot, k, fr), B.energy + k * E_NCOLS)
             active[k] = 0
+            if slot != NULL and slot[k] >= 0:
+                freed_row(fr, slot, k)
             continue
         blk.k[nb] = k
         cst(bin, B_X2, nb, x2)
@@ -408,15 +534,18 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
             cst(bin, B_V2, nb, vld(vel + 3 * b))
         cst(bin, B_W1, nb, vld(angvel + 3 * a))
         cst(bin, B_W2, nb, vld(angvel + 3 * b))
-        row = state + k * S_NCOLS + S_T
+        if slot == NULL:
+            row = state + k * S_NCOLS + S_T
+        else:
+            row = (state + slot[k] * S_NCOLS if slot[k] >= 0 else zero_row) + S_T
         for i in range(9):
             bin[B_T + i][nb] = row[i]
         nb += 1
         if nb == full:
-            block_finish(nb, &blk, i1, i2, B, dt, flags, active, state, worst, S)
+            block_finish(nb, &blk, i1, i2, B, dt, flags, active, state, slot, fr, worst, S)
             nb = 0
     if nb:
-        block_finish(nb, &blk, i1, i2, B, dt, flags, active, state, worst, S)
+        block_finish(nb, &blk, i1, i2, B, dt, flags, active, state, slot, fr, worst, S)
 
 
 @cython.boundscheck(False)
@@ -430,7 +559,7 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
                   signed char[::1] active, double[:, ::1] state, int n_threads,
                   const int[::1] owner1=None, const int[::1] owner2=None,
                   double[:, ::1] f_out=None, double[:, ::1] t_out=None, bint periodic=True,
-                  bint blocks=True, double[:, ::1] energy=None):
+                  bint blocks=True, double[:, ::1] energy=None, pool=None):
     """Update every candidate pair of the batch; returns (max overlap / smaller radius, pair).
 
     In-pass sums (n_threads = 1 only): with owner1, owner2, f_out, t_out as for `scatter`,
@@ -441,13 +570,17 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
     periodic=False: no periodic axis (the images are all zero and are not read).
     blocks=False computes one pair at a time (the same bits; for tests).
     energy: None, or (m, E_NCOLS): each touching pair's energy terms (pyx/laws.pxd E_*;
-    energy tracking, docs/energy.md); the rows of the other pairs are not written."""
+    energy tracking, docs/energy.md); the rows of the other pairs are not written.
+    pool: a pooled batch (pdem.contact.store) whose pool `state` is: the pairs' rows are
+    state[pool.slot]; the pairs that form get rows of the pool, which grows if needed."""
     cdef Py_ssize_t m = i1.shape[0], n = pos.shape[0]
     cdef int t, nt = max(1, n_threads)
     cdef int sums = _sums_args(nt, f_out, t_out, owner1, owner2, m, n)
     cdef double[:, ::1] worst = _worst_init(nt)
     cdef Bodies B
     cdef Sums S
+    cdef int[::1] slot = None if pool is None else pool.slot
+    cdef Fresh* fresh = NULL
     if cell.shape[0] != 6 or cell.shape[1] != 3:
         raise ValueError("cell must be (6, 3): H, then L H (pdem.cell.fixed_cell for a box)")
     if sums:
@@ -455,7 +588,9 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
         t_out[:, :] = 0.0
     if m == 0:
         return _worst(worst)
-    if (i2.shape[0] < m or active.shape[0] < m or state.shape[0] < m
+    if pool is not None and (state.shape[0] != pool.state.shape[0] or slot.shape[0] < m):
+        raise ValueError("pooled pairs: state must be the pool's, a slot per pair")
+    if (i2.shape[0] < m or active.shape[0] < m or (state.shape[0] < m and pool is None)
             or state.shape[1] != S_NCOLS or pair_table.shape[1] != P_NCOLS):
         raise ValueError("pair arrays: %d pairs, state (%d, %d), pair table width %d"
                          % (m, state.shape[0], state.shape[1], pair_table.shape[1]))
@@ -477,9 +612,18 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
     S.owner2 = &owner2[0] if sums else NULL
     S.f = &f_out[0, 0] if sums and f_out.shape[0] else NULL
     S.t = &t_out[0, 0] if sums and t_out.shape[0] else NULL
+    if pool is not None:
+        fresh = <Fresh*>malloc(nt * sizeof(Fresh))
+        if fresh == NULL:
+            raise MemoryError()
+        memset(fresh, 0, nt * sizeof(Fresh))
     for t in prange(nt, nogil=True, schedule='static', num_threads=nt):
         pair_range(m * t // nt, m * (t + 1) // nt, &i1[0], &i2[0], &B, dt, flags, &active[0],
-                   &state[0, 0], &worst[t, 0], &S, blocks)
+                   &state[0, 0] if state.shape[0] else zero_row,
+                   &slot[0] if fresh != NULL else NULL, fresh + t if fresh != NULL else NULL,
+                   &worst[t, 0], &S, blocks)
+    if fresh != NULL:
+        settle(pool, fresh, nt)
     return _worst(worst)
 
 
@@ -583,7 +727,8 @@ def gather(const long[::1] pair_start, const int[::1] pair_entry,
            const signed char[::1] active, const double[:, ::1] state,
            const long[::1] wall_start, const signed char[::1] wall_active,
            const double[:, ::1] wall_state, const double[::1] radius, int flags,
-           double[:, ::1] f_out, double[:, ::1] t_out, int n_threads, bint accumulate=False):
+           double[:, ::1] f_out, double[:, ::1] t_out, int n_threads, bint accumulate=False,
+           const int[::1] slot=None):
     """Sum contact forces and torques per owned particle in a fixed order (accumulate:
     add to f_out and t_out instead of starting from zero).
 
@@ -591,10 +736,12 @@ def gather(const long[::1] pair_start, const int[::1] pair_entry,
     particle p in ascending partner id (side 1: p is particle 2); wall contacts of p
     follow in plane order. Same order on any rank or thread count -> same bits.
     radius: of the local particles (owned first); flags: the L6Geom flags (branch vectors).
+    slot: a pooled batch's rows of the pairs (pdem.contact.store; None: row k).
     """
     cdef Py_ssize_t n = f_out.shape[0], p, e, k
     cdef int side
     cdef double r
+    cdef bint pooled = slot is not None
     if n and not accumulate:
         f_out[:, :] = 0.0
         t_out[:, :] = 0.0
@@ -605,7 +752,8 @@ def gather(const long[::1] pair_start, const int[::1] pair_entry,
             if active[k] == 0:
                 continue
             side = 2 if pair_entry[e] & 1 else 1
-            add_row(&f_out[p, 0], &t_out[p, 0], &state[k, 0], side, r, flags)
+            add_row(&f_out[p, 0], &t_out[p, 0], &state[slot[k] if pooled else k, 0], side, r,
+                    flags)
         for k in range(wall_start[p], wall_start[p + 1]):
             if wall_active[k] != 0:
                 add_row(&f_out[p, 0], &t_out[p, 0], &wall_state[k, 0], 2, r, flags)
@@ -617,15 +765,16 @@ def scatter(const int[::1] owner1, const int[::1] owner2, const signed char[::1]
             const double[:, ::1] state, const int[::1] wall_owner,
             const signed char[::1] wall_active, const double[:, ::1] wall_state,
             const double[::1] radius, int flags, double[:, ::1] f_out, double[:, ::1] t_out,
-            bint accumulate=False):
+            bint accumulate=False, const int[::1] slot=None):
     """Single-thread equivalent of `gather`: streams through the contacts in order and
     adds each to its owned particles. Pairs are sorted by (id1, id2), so every particle
     receives its contributions in ascending partner id, then its wall contacts in plane
     order: the same additions in the same order as `gather`, hence the same bits, with
-    sequential instead of random reads of the contact rows."""
+    sequential instead of random reads of the contact rows. slot: as for `gather`."""
     cdef Py_ssize_t m = active.shape[0], k
     cdef int p
     cdef const double* row
+    cdef bint pooled = slot is not None
     if not accumulate:
         f_out[:, :] = 0.0
         t_out[:, :] = 0.0
@@ -633,7 +782,7 @@ def scatter(const int[::1] owner1, const int[::1] owner2, const signed char[::1]
         for k in range(m):
             if active[k] == 0:
                 continue
-            row = &state[k, 0]
+            row = &state[slot[k] if pooled else k, 0]
             p = owner1[k]
             if p >= 0:
                 add_row(&f_out[p, 0], &t_out[p, 0], row, 1, radius[p], flags)

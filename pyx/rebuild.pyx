@@ -82,15 +82,18 @@ def is_sorted(const long[::1] key, const signed char[::1] active=None):
 def carry_rows(const long[::1] new_key, const long[::1] new_order, const long[::1] old_key,
                const signed char[::1] old_active, const double[:, ::1] old_state,
                const long[::1] old_order, signed char[::1] new_active,
-               double[:, ::1] new_state):
+               double[:, ::1] new_state, const int[::1] old_slot=None, int[::1] new_slot=None):
     """Copy active and state of the active old rows whose key is among the new keys
     (ContactBatch.carry_from). The new keys in the order new_order (empty: as stored)
     and the old rows in the order old_order (empty: as stored; inactive rows are
     skipped) must not decrease: one merge. Where old rows share a key, the last one
-    in old order is copied last. Returns the number of rows copied."""
-    cdef Py_ssize_t nn = new_key.shape[0], no, i, j = 0, r, dst
-    cdef Py_ssize_t ncol = new_state.shape[1], copied = 0
+    in old order is copied last. Returns the number of rows copied.
+    Pooled batches (pdem.contact.store): an old row's state is old_state[old_slot[r]];
+    a new row gets new_slot = the next unused row of new_state, in merge order."""
+    cdef Py_ssize_t nn = new_key.shape[0], no, i, j = 0, r, dst, src
+    cdef Py_ssize_t ncol = new_state.shape[1], copied = 0, used = 0
     cdef bint nid = new_order.shape[0] == 0, oid = old_order.shape[0] == 0
+    cdef bint oslot = old_slot is not None, nslot = new_slot is not None
     cdef long k
     if old_state.shape[1] != ncol:
         raise ValueError("state widths differ")
@@ -98,7 +101,7 @@ def carry_rows(const long[::1] new_key, const long[::1] new_order, const long[::
     if nn == 0 or no == 0:
         return 0
     with nogil:
-        if nid and oid:                 # both stored in key order: the common case
+        if nid and oid and not (oslot or nslot):    # both in key order, one row each
             for r in range(no):
                 if old_active[r] == 0:
                     continue
@@ -125,8 +128,20 @@ def carry_rows(const long[::1] new_key, const long[::1] new_order, const long[::
                 if new_key[dst] != k:
                     continue
                 new_active[dst] = old_active[r]
-                memcpy(&new_state[dst, 0], &old_state[r, 0], ncol * sizeof(double))
+                src = old_slot[r] if oslot else r
+                if nslot:
+                    if new_slot[dst] < 0:
+                        if used == new_state.shape[0]:
+                            copied = -1
+                            break
+                        new_slot[dst] = <int>used
+                        used += 1
+                    dst = new_slot[dst]
+                memcpy(&new_state[dst, 0], &old_state[src, 0], ncol * sizeof(double))
                 copied += 1
+    if copied < 0:
+        raise ValueError("carry_rows: more contacts than the %d rows of the new pool"
+                         % new_state.shape[0])
     return copied
 
 

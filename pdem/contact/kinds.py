@@ -2,7 +2,7 @@
 once with its row layout, candidate list, kernel, force sum and public rows.
 
 A kind owns a ContactBatch (pdem.contact.store: one row of doubles per candidate,
-keyed by pdem.contact.keys) and says:
+or, for sphere pairs, per candidate with state; keyed by pdem.contact.keys) and says:
   build(b)        the new candidate list at a neighbor rebuild, state carried over by key
   owners()        for each particle slot of a row, the owned particle's index or -1
                   (migration sends a row with each of its owned particles that moves)
@@ -182,14 +182,15 @@ def _public_rows(kind, a, id1, id2, wall, sign, at, body2):
     (c = x + sign (r + u_n / 2) n), force on body 2 and its torque."""
     b, sim = kind.batch, kind.sim
     st = sim.store
-    normal, un = b.T[a, :3], b.u[a, 0]
+    s = b.at(a)                               # their state rows
+    normal, un = b.T[s, :3], b.u[s, 0]
     out = {"kind": np.full(len(a), kind.name), "wall": np.asarray(wall, np.int64),
            "id1": id1.astype(np.int64), "id2": id2.astype(np.int64),
            "point": st.pos[at] + sign * normal * (st.radius[at] + 0.5 * un)[:, None],
-           "normal": normal, "overlap": -un, "force": b.force[a],
-           "torque": ck.contact_torques(b.state[a], st.radius[body2], 2, sim.lever_flags)}
+           "normal": normal, "overlap": -un, "force": b.force[s],
+           "torque": ck.contact_torques(b.state[s], st.radius[body2], 2, sim.lever_flags)}
     for k in ("u", "phi", "u0", "phi0"):
-        out[k] = getattr(b, k)[a]
+        out[k] = getattr(b, k)[s]
     return out
 
 
@@ -232,14 +233,14 @@ class TwoBodyRows(Interaction):
         b, st = self.batch, self.sim.store
         if threads == 1:
             ck.scatter(self.owner1, self.owner2, b.active, b.state, *NO_ROWS, st.radius, flags,
-                       f, t, accumulate)
+                       f, t, accumulate, b.slot)
             return
         if self._gather is None:
             self._gather = ck.build_gather_lists(self.owner1, self.owner2, len(f)) + (
                 np.zeros(len(f) + 1, np.int64),)
         start, entry, no_walls = self._gather
         ck.gather(start, entry, b.active, b.state, no_walls, *NO_ROWS[1:], st.radius, flags,
-                  f, t, threads, accumulate)
+                  f, t, threads, accumulate, b.slot)
 
 
 @register
@@ -253,11 +254,9 @@ class PairContacts(TwoBodyRows):
         mask = shaped(self.sim, i1, i2)
         if mask is not None:             # pairs with an ellipsoid: EllipsoidPairs
             i1, i2, key = i1[~mask], i2[~mask], key[~mask]
-        # state memory: that of the list built before the last one (free once the
-        # last one, or the rows migration made from it, has been carried over)
-        rows = ContactBatch(i1, i2, key, spare=getattr(self, "_spare", None))
+        # state rows only for the candidates in contact (pdem.contact.store, pooled)
+        rows = ContactBatch(i1, i2, key, pooled=True)
         rows.carry_from(self.batch)
-        self._spare, self._built = getattr(self, "_built", None), rows
         self.take(rows, b)
 
     def compute(self, table, nmat, f, t):
@@ -268,7 +267,8 @@ class PairContacts(TwoBodyRows):
                                     st.angvel, st.radius, st.mass, st.material, table, nmat,
                                     sim.dt, sim.flags, b.active, b.state, sim.threads, *sums,
                                     periodic=any(sim.domain.periodic),
-                                    energy=sim.energy_tracker.kernel_rows(self))
+                                    energy=sim.energy_tracker.kernel_rows(self),
+                                    pool=b if b.slot is not None else None)
         if k >= 0 and not (ratio <= sim.max_overlap):
             i, j = st.id[b.i1[k]], st.id[b.i2[k]]
             return overlap_message(sim, ratio, "particles %d and %d" % (min(i, j), max(i, j)),

@@ -8,6 +8,13 @@ outputs (force and law moment on particle 2; the torques are derived from them b
 contacts.contact_torques); `active` flags formed contacts.
 One array per batch: carrying state over a rebuild, or migrating it with a
 particle, is a single row copy. Nothing per contact is a Python object.
+
+Pooled batches (pooled=True: the sphere pair kind, whose Verlet candidates mostly do not
+touch) keep the state rows only for the candidates that carry state: `slot[k]` is
+candidate k's row in `state` (the pool) or -1, `free[:n_free]` the unused rows (the next
+one taken is free[n_free - 1]). The kernel gives slots to new contacts and takes them
+back from contacts that open (pyx/contacts.pyx sphere_sphere); `at(k)` is the state rows
+of candidates k in either layout.
 """
 import numpy as np
 
@@ -19,24 +26,22 @@ _NO_ORDER = np.zeros(0, np.int64)
 
 
 class ContactBatch:
-    def __init__(self, i1=None, i2=None, key=None, spare=None):
-        """spare: a batch whose rows nothing uses any more (the list before the last
-        one): its state memory is reused, zeroed, when it has room (a new 20 MB array
-        at every rebuild costs more in page faults than zeroing one)."""
+    def __init__(self, i1=None, i2=None, key=None, pooled=False):
+        """pooled: state rows only for the candidates that carry state (the module's
+        docstring)."""
         n = 0 if key is None else len(key)
         self.i1 = np.zeros(n, np.int32) if i1 is None else np.ascontiguousarray(i1, np.int32)
         self.i2 = np.zeros(n, np.int32) if i2 is None else np.ascontiguousarray(i2, np.int32)
         self.key = np.zeros(n, np.int64) if key is None else np.ascontiguousarray(key, np.int64)
         self.active = np.zeros(n, np.int8)
         self.sub = np.zeros(n, np.int32)        # sub-key: clump member indices (clump_kinds)
-        buf = None if spare is None else spare.buffer
-        if buf is not None and n <= len(buf) <= 2 * n + 1024:
-            self.buffer = buf
-            self.state = buf[:n]
-            self.state.fill(0.0)
-        else:           # with a spare in use: room for a slightly longer list next time
-            self.buffer = np.zeros((n + (n // 8 if spare is not None else 0), NCOLS))
-            self.state = self.buffer[:n]
+        self.slot = None
+        if pooled:                              # sphere pairs: no sub-key (all zero)
+            self.sub = np.broadcast_to(np.zeros(1, np.int32), (n,))
+            self.slot = np.full(n, -1, np.int32)
+            self.pool(0, 0)
+        else:
+            self.state = np.zeros((n, NCOLS))
 
     def __getattr__(self, name):
         """Named views of the state columns: T, u, phi, u0, phi0, force, moment."""
@@ -47,6 +52,28 @@ class ContactBatch:
 
     def __len__(self):
         return len(self.key)
+
+    def pool(self, capacity, used):
+        """A zeroed pool of `capacity` state rows whose first `used` rows are taken."""
+        self.state = np.zeros((capacity, NCOLS))
+        self.free = np.zeros(capacity, np.int32)
+        self.pool_used(used)
+
+    def at(self, index):
+        """The state rows of the candidates `index` (pooled: their slots, which must be
+        given)."""
+        return index if self.slot is None else self.slot[index]
+
+    def claim(self, index):
+        """Make the candidates `index` the only ones with state rows (zeroed; pooled:
+        slots in index order); returns their state rows (NSCD writes its solution)."""
+        if self.slot is None:
+            self.state[index] = 0.0
+            return index
+        self.slot[:] = -1
+        self.pool(max(len(self.state), len(index)), len(index))
+        self.slot[index] = np.arange(len(index), dtype=np.int32)
+        return self.slot[index]
 
     @staticmethod
     def from_rows(key, active, state, sub=None):
@@ -61,8 +88,8 @@ class ContactBatch:
 
     def rows(self, index):
         """A batch of the rows `index` (key, active, state, sub; local indices dropped)."""
-        return ContactBatch.from_rows(self.key[index], self.active[index], self.state[index],
-                                      self.sub[index])
+        return ContactBatch.from_rows(self.key[index], self.active[index],
+                                      self.state[self.at(index)], self.sub[index])
 
     @staticmethod
     def concat(batches):
@@ -72,7 +99,11 @@ class ContactBatch:
     def carry_from(self, old):
         """Copy the rows of contacts active in `old` whose key is also here (where old
         rows share a key, the last one). One merge of the two key-sorted lists
-        (pyx/rebuild.pyx); a list not stored in key order is sorted first."""
+        (pyx/rebuild.pyx); a list not stored in key order is sorted first. A pooled
+        batch gets a pool of the copied rows plus a quarter for contacts to come."""
+        if self.slot is not None:
+            n_old = int(np.count_nonzero(old.active)) if len(self) else 0
+            self.pool(n_old + n_old // 4 + 64, 0)
         if len(old) == 0 or len(self) == 0:
             return
         new_order = old_order = _NO_ORDER
@@ -82,4 +113,12 @@ class ContactBatch:
             keep = np.flatnonzero(old.active)
             old_order = keep[np.argsort(old.key[keep], kind="stable")]
         _r.carry_rows(self.key, new_order, old.key, old.active, old.state, old_order,
-                      self.active, self.state)
+                      self.active, self.state, old.slot, self.slot)
+        if self.slot is not None:
+            self.pool_used(int(np.count_nonzero(self.slot >= 0)))
+
+    def pool_used(self, used):
+        """The free list of a pool whose first `used` rows are taken."""
+        cap = len(self.state)
+        self.free[:cap - used] = np.arange(cap - 1, used - 1, -1, dtype=np.int32)
+        self.n_free = cap - used

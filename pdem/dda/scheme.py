@@ -375,8 +375,9 @@ class Operator:
             sel = np.flatnonzero(batch == b)
             k = row[sel]
             was = rec.active[k] != 0
-            code[sel[was]] = np.where(rec.phi0[k[was], 0] == SLIDE, SLIDE, STICK)
-            e_old[sel[was]] = rec.u0[k[was]]
+            s = rec.at(k[was])                  # their state rows
+            code[sel[was]] = np.where(rec.phi0[s, 0] == SLIDE, SLIDE, STICK)
+            e_old[sel[was]] = rec.u0[s]
             closed[sel[was]] = True
         n = c.normal
         mag = np.linalg.norm(e_old, axis=1)

@@ -148,7 +148,7 @@ def write(sim, path):
             batch, k = kind.batch, kind.saved()
             _write_rows(g, "key", batch.key[k], comm)
             _write_rows(g, "active", batch.active[k], comm)
-            _write_rows(g, "state", np.ascontiguousarray(batch.state[k]), comm)
+            _write_rows(g, "state", np.ascontiguousarray(batch.state[batch.at(k)]), comm)
             if getattr(kind, "subkeys", False):     # clump member indices (clump_kinds.py)
                 _write_rows(g, "sub", batch.sub[k], comm)
     comm.Barrier()                          # every rank has closed the file

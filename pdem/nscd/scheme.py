@@ -269,8 +269,8 @@ def write_rows(sim, rows, normal, gap, force_i, live):
     (rows: (kind index, row) per contact; normal from j to i, gap, force on particle i,
     live: active) in the explicit scheme's convention: force on body 2 (particle 2 of
     a pair, the particle of a wall contact), local x axis from particle 1 to 2 (from
-    the wall into the particle), u_x = gap; other rows inactive. Returns, per contact,
-    (the kind's batch, its row indices, the contacts' indices) for more columns."""
+    the wall into the particle), u_x = gap; other rows inactive. Returns, per kind,
+    (the kind's batch, the contacts' state rows, the contacts' indices) for more columns."""
     batch, row = rows
     out = []
     for b, kind in enumerate(sim.interactions.values()):
@@ -279,8 +279,7 @@ def write_rows(sim, rows, normal, gap, force_i, live):
             continue
         rec.active[:] = 0
         sel = np.flatnonzero(batch == b)
-        k = row[sel]
-        rec.state[k] = 0.0
+        k = rec.claim(row[sel])            # their state rows, zeroed
         rec.u[k, 0] = gap[sel]
         if kind.name == "pair":         # i is particle 1
             rec.T[k, :3] = -normal[sel]
@@ -288,6 +287,6 @@ def write_rows(sim, rows, normal, gap, force_i, live):
         else:
             rec.T[k, :3] = normal[sel]
             rec.force[k] = force_i[sel]
-        rec.active[k] = live[sel]
+        rec.active[row[sel]] = live[sel]
         out.append((rec, k, sel))
     return out

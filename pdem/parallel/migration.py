@@ -32,7 +32,7 @@ def _contact_records(batch, owners, dest, rank, kind):
     rows, to = (uniq >> 20).astype(np.int64), (uniq & ((1 << 20) - 1)).astype(np.int32)
     rec = np.empty(len(rows), CONTACT_RECORD)
     rec["key"], rec["kind"] = batch.key[rows], kind
-    rec["active"], rec["state"] = batch.active[rows], batch.state[rows]
+    rec["active"], rec["state"] = batch.active[rows], batch.state[batch.at(rows)]
     rec["sub"] = batch.sub[rows]
     return rec, to
 
@@ -69,7 +69,7 @@ def migrate(comm, own, dest, batches, owners):
         b.active[m:] = r["active"]
         b.sub[:m] = np.take(old.sub, keep)
         b.sub[m:] = r["sub"]
-        np.take(old.state, keep, axis=0, out=b.state[:m], mode="clip")   # keep: valid rows
+        np.take(old.state, old.at(keep), axis=0, out=b.state[:m], mode="clip")   # valid rows
         b.state[m:] = r["state"]
         out.append(b)
     return own, out

@@ -5,13 +5,16 @@ must give the same bits -- contact rows, active flags, the worst overlap and the
 force sums -- for pairs that form, persist, separate and turn by up to 150 degrees in
 one step (the closed-form Slerp's series and square-root forms, and the quaternion
 route beyond 90 degrees), across periodic images, with each L6Geom flag, with two
-materials (one with rolling and twisting laws), and on 1 or 2 threads."""
+materials (one with rolling and twisting laws), and on 1 or 2 threads. The pooled
+layout (state rows only for the pairs in contact, pdem.contact.store) gives the same
+bits too, and the same rows on 1 and 2 threads."""
 import numpy as np
 import pytest
 
 import pdem
 from pdem._kernels import contacts as ck
 from pdem.cell import fixed_cell
+from pdem.contact.store import ContactBatch
 
 L = 4.0                                     # box length (periodic images)
 
@@ -31,7 +34,7 @@ class PairScene:
     """m independent pairs (2i, 2i+1); particle 2i + 1 sits at offset d_i from 2i, shifted
     by whole box lengths through the periodic images when `periodic`."""
 
-    def __init__(self, rng, m, periodic):
+    def __init__(self, rng, m, periodic, pooled=False):
         sim = pdem.Simulation(pdem.Domain((0, 0, 0), (L, L, L)), dt=1e-3)
         sim.material("plain", density=1000.0, law="hooke", kn=1e4, kt=3e3, gamma_n=50.0,
                      gamma_t=25.0, friction=0.4)
@@ -54,6 +57,10 @@ class PairScene:
         self.active = np.zeros(m, np.int8)
         self.state = np.zeros((m, 27))
         self.pos = np.zeros((n, 3))
+        self.pool = None
+        if pooled:                  # an empty pool: the kernel grows it
+            self.pool = ContactBatch(self.i1, self.i2, np.arange(m, dtype=np.int64), pooled=True)
+            self.active = self.pool.active
 
     def place(self, offsets):
         """Particle 2i + 1 at base_i + offset_i, written through its periodic image."""
@@ -66,21 +73,25 @@ class PairScene:
         n = len(self.radius)
         f, t = np.zeros((n, 3)), np.zeros((n, 3))
         sums = (self.i1, self.i2, f, t) if threads == 1 else (None, None, None, None)
+        pool = self.pool
         worst = ck.sphere_sphere(self.i1, self.i2, self.pos, self.image,
                                  fixed_cell(np.full(3, L)), self.vel,
                                  self.angvel, self.radius, self.mass, self.material, self.table,
-                                 2, 1e-3, flags, self.active, self.state, threads, *sums,
-                                 periodic=bool(self.image.any()), blocks=blocks)
+                                 2, 1e-3, flags, self.active,
+                                 self.state if pool is None else pool.state, threads, *sums,
+                                 periodic=bool(self.image.any()), blocks=blocks, pool=pool)
+        if pool is not None:        # the rows per pair, for comparisons (none: zero)
+            self.state = np.where((pool.slot >= 0)[:, None], pool.state[pool.slot], 0.0)
         return worst, f, t, int(self.active.sum())
 
 
-def three_steps(seed, blocks, flags, periodic, threads=1):
+def three_steps(seed, blocks, flags, periodic, threads=1, pooled=False):
     """Formation; a turn of every pair by 0 to 150 degrees (some pairs separate); a
     small further move (the separated pairs form again). Returns every step's outputs
     and the turn angles of the frames in the second step."""
     rng = np.random.default_rng(seed)
     m = 300
-    sc = PairScene(rng, m, periodic)
+    sc = PairScene(rng, m, periodic, pooled)
     rs = sc.radius[0::2] + sc.radius[1::2]
     d = unit_rows(rng, m) * (rs * rng.uniform(0.97, 1.01, m))[:, None]
     sc.place(d)
@@ -136,3 +147,30 @@ def test_non_finite_distance_is_reported_not_skipped():
     sc.pos[17, 1] = np.nan                   # particle 17 = partner of pair 8
     (ratio, k), _, _, _ = sc.step(True, 0)
     assert k == 8 and not np.isfinite(ratio)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_pooled_rows_same_bits(threads):
+    """State rows only for the pairs in contact: the same bits as one row per pair, the
+    rows of separated pairs given back and taken again, the same rows on 1 and 2
+    threads."""
+    ref, sc_r, _ = three_steps(2, True, 0, True, threads)
+    got, sc_p, _ = three_steps(2, True, 0, True, threads, pooled=True)
+    one, sc_1, _ = three_steps(2, True, 0, True, 1, pooled=True)
+    for (wp, fp, tp, n_p), (wr, fr, tr, nr) in zip(got, ref):
+        assert wp == wr and n_p == nr
+        assert np.array_equal(fp, fr) and np.array_equal(tp, tr)
+    pool, act = sc_p.pool, sc_p.active != 0
+    assert np.array_equal(sc_p.active, sc_r.active)
+    assert np.array_equal(sc_p.state[act], sc_r.state[act])
+    # a row for each pair in contact, and only for those; no row given twice
+    assert np.array_equal(pool.slot >= 0, act)
+    used = pool.slot[act]
+    assert len(np.unique(used)) == act.sum()
+    assert len(pool.state) - pool.n_free == act.sum()
+    free = pool.free[:pool.n_free]
+    assert len(np.intersect1d(free, used)) == 0 and len(np.unique(free)) == len(free)
+    # pairs separated in the second step and formed again in the third
+    assert got[1][3] < got[2][3]
+    assert np.array_equal(pool.slot, sc_1.pool.slot)
+    assert np.array_equal(pool.state, sc_1.pool.state)

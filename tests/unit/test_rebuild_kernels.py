@@ -194,6 +194,18 @@ def test_carry_from_equals_searchsorted_carry(seed, sort_new, sort_old):
     assert np.count_nonzero(a.active) > 100
     np.testing.assert_array_equal(b.active, a.active)
     assert b.state.tobytes() == a.state.tobytes()
+    # pooled (state rows only for the active candidates), from a list of one row per
+    # candidate, then from a pooled list
+    act = a.active != 0
+    c = ContactBatch(key=new_keys, pooled=True)
+    c.carry_from(old)
+    d = ContactBatch(key=new_keys, pooled=True)
+    d.carry_from(c)
+    for p in (c, d):
+        np.testing.assert_array_equal(p.active, a.active)
+        np.testing.assert_array_equal(p.slot >= 0, act)
+        assert len(np.unique(p.slot[act])) == act.sum() == len(p.state) - p.n_free
+        assert p.state[p.slot[act]].tobytes() == a.state[act].tobytes()
 
 
 def test_carry_rows_last_of_equal_keys_wins():
@@ -265,22 +277,3 @@ def test_outside_equals_numpy(seed):
         expected = (int(bad[0]) if len(bad) else -1,
                     int(np.flatnonzero(out)[0]) if out.any() else -1, int(out.sum()))
         assert got == expected
-
-
-def test_spare_state_memory_is_reused_and_zeroed():
-    rng = np.random.default_rng(3)
-    keys_ = np.sort(rng.choice(1 << 40, 4000, replace=False)).astype(np.int64)
-    first = ContactBatch(key=keys_, spare=ContactBatch())     # room for a longer list
-    assert len(first.buffer) > len(keys_)
-    first.state[:] = rng.normal(size=first.state.shape)       # a used list
-    old = random_batch(rng, keys_[::2])
-    again = ContactBatch(key=keys_[:3900], spare=first)
-    assert np.shares_memory(again.state, first.buffer) and again.state.flags.c_contiguous
-    fresh = ContactBatch(key=keys_[:3900])
-    assert not again.state.any() and again.state.shape == fresh.state.shape
-    again.carry_from(old)
-    fresh.carry_from(old)
-    assert again.state.tobytes() == fresh.state.tobytes()
-    np.testing.assert_array_equal(again.active, fresh.active)
-    big = ContactBatch(key=np.arange(10000, dtype=np.int64), spare=first)    # no room
-    assert not np.shares_memory(big.state, first.buffer)
