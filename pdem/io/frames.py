@@ -34,6 +34,7 @@ PARTICLE_FIELDS = {"id": "1", "position": "L", "velocity": "L/T", "angular_veloc
 DEFAULT_FIELDS = ("id", "position", "velocity", "angular_velocity", "orientation", "radius",
                   "force", "torque", "material")
 SHAPE_FIELDS = ("shape", "semi_axes", "template")   # added to the defaults with non-spheres
+DDA_FIELDS = ("strain", "stress")        # deformable DDA particles only (docs/dda.md)
 CONTACT_FIELDS = {"kind": "1", "wall": "1", "id1": "1", "id2": "1", "point": "L", "normal": "1", "force": "M L/T^2",
                   "overlap": "L", "torque": "M L^2/T^2", "u": "L", "phi": "1", "u0": "L",
                   "phi0": "1"}
@@ -179,7 +180,7 @@ class ResultFile:
                               DEFAULT_FIELDS + (SHAPE_FIELDS if sim.shapes else ()))
         if "id" not in self.fields:
             self.fields = ("id",) + self.fields
-        for f in ("strain", "stress"):
+        for f in DDA_FIELDS:
             if f in self.fields and f not in sim.store.f:
                 raise InputError("fields: %r is a field of deformable DDA particles "
                                  "(pdem.DDA(rigid=False)), not of this run" % f)

@@ -11,6 +11,7 @@ import pytest
 
 import pdem
 from pdem.errors import InputError
+from pdem.io import ResultFile
 
 from test_dda import assert_product_equals, compliance, drop, packing_operator
 
@@ -152,9 +153,28 @@ def test_strain_fields_only_in_deformable_runs(tmp_path):
     assert not {"strain", "stress", "strain_rate"} & set(sim.store.f)
     assert "strain" not in sim.particles()
     with pytest.raises(pdem.InputError, match="strain"):
-        pdem.io.ResultFile(str(tmp_path / "r.h5"), sim, fields=["position", "strain"])
+        ResultFile(str(tmp_path / "r.h5"), sim, fields=["position", "strain"])
     sim.checkpoint(str(tmp_path / "c.h5"))
     assert not {"strain", "stress", "strain_rate"} & set(pdem.restart(str(tmp_path / "c.h5")).store.f)
+
+
+def test_strain_and_stress_frames(tmp_path):
+    """A deformable run writes its strain and stress fields to the HDF5 frames."""
+    import h5py
+    sim = drop(rigid=False, young=1e8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pdem.DDAWarning)
+        sim.run(10)
+        with ResultFile(str(tmp_path / "r.h5"), sim,
+                                fields=["position", "strain", "stress"]) as rf:
+            rf.write_frame()
+    p = sim.particles()
+    assert np.any(p["stress"] != 0)
+    with h5py.File(tmp_path / "r.h5", "r") as f:
+        g = f["frames/000000/particles"]
+        order = np.argsort(g["id"][()])
+        for k in ("strain", "stress"):
+            assert np.array_equal(g[k][()][order], p[k]), k
 
 
 def test_bad_input():
