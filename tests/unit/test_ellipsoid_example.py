@@ -10,19 +10,14 @@ independent of pdem:
   2 %, the bed still creeping; with the momentum change over the window, to 1e-6);
 - the slab volume of an ellipsoid (closed form used by the demo) against Monte Carlo.
 """
-import importlib.util
 import math
-import os
 
 import numpy as np
 import pytest
 from test_rigid_body import rot
+from example_module import load_example
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location(
-    "ellipsoid_packing", os.path.join(HERE, "..", "..", "examples", "ellipsoids", "packing.py"))
-packing = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(packing)
+packing = load_example("ellipsoids/packing.py")
 
 
 def test_slab_volume_against_monte_carlo():

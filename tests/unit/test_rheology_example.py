@@ -10,16 +10,11 @@ not taken from pdem's output:
 - Reynolds dilatancy: the faster flow is looser, phi(0.3) < phi(0.05) - 0.02 (GDR MiDi
   2004: phi falls roughly linearly with I, by ~0.1-0.2 per unit I).
 """
-import importlib.util
-import os
 
 import pytest
+from example_module import load_example
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location(
-    "simple_shear", os.path.join(HERE, "..", "..", "examples", "rheology", "simple_shear.py"))
-simple_shear = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(simple_shear)
+simple_shear = load_example("rheology/simple_shear.py")
 
 
 @pytest.mark.slow

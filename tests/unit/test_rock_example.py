@@ -12,21 +12,16 @@ physical truths computed independently of pdem's output:
 - the peak is followed by breakage: bonds broken, the stress falls below 0.8 x peak;
 - the Brazilian disk: tensile strength well below the UCS, mostly tensile cracks.
 """
-import importlib.util
 import math
-import os
 
 import numpy as np
 import pytest
 from mpi4py import MPI
 
 import pdem
+from example_module import load_example
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location(
-    "rock_example", os.path.join(HERE, "..", "..", "examples", "rock", "rock.py"))
-rock = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(rock)
+rock = load_example("rock/rock.py")
 
 pytestmark = pytest.mark.slow
 

@@ -2,18 +2,13 @@
 forms (a heap profile of known slopes), and a --quick run end to end (bodies conserved
 or removed only by falling out of the domain, the free surface's highest point the
 highest body point over the tray)."""
-import importlib.util
 import json
-import os
 
 import numpy as np
 import pytest
+from example_module import load_example
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location(
-    "rocks_repose", os.path.join(HERE, "..", "..", "examples", "rocks", "repose.py"))
-repose = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(repose)
+repose = load_example("rocks/repose.py")
 
 
 def test_repose_angle_of_a_known_heap():
