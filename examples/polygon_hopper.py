@@ -53,17 +53,17 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out")
     args = ap.parse_args()
-    sim, hopper = build(n_rows=3 if args.quick else 6)
+    sim, hopper = build(n_rows=2 if args.quick else 6)
     n0 = sim.n_particles
     mass = sim.particles()["mass"].sum()
-    sim.run(2000 if args.quick else 6000)            # settle on the gate
+    sim.run(6000 if args.quick else 10000)           # settle on the gate
     walls = -sim.segment_forces()[hopper, 1].sum()
     gate = -sim.plane_forces()[0, 1]
     print("settled: %d polygons, hopper walls %.4f and gate %.4f of the weight (sum %.6f)"
           % (n0, walls / (mass * G), gate / (mass * G), (walls + gate) / (mass * G)))
     sim.set_plane_motion(0, Ramp((0, -2.0, 0), 0.01))  # the gate drops away
     times, out = [], []
-    for _ in range(10 if args.quick else 40):
+    for _ in range(8 if args.quick else 30):
         sim.run(500)
         times.append(sim.time)
         out.append(n0 - sim.n_particles)
