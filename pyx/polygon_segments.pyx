@@ -44,6 +44,7 @@ from libc.math cimport sqrt, INFINITY
 from vecmath cimport v3, V, vld, vst, vadd, vsub, vscale, vdot, vneg, mtdot, q2m, quat, m33
 from contact_row cimport S_NCOLS, Load, contact_update
 from gjk cimport Convex, MinkResult, cv_poly, mk_query, MK_OVERLAP
+from union_find cimport uf_root, uf_join
 import numpy as np
 
 cdef enum:
@@ -91,22 +92,6 @@ cdef inline double escape(const int* element, const double[:, ::1] ea,
             if pen < best:
                 best = pen
     return best
-
-
-cdef inline int uf_root(int* parent, int k) noexcept nogil:
-    while parent[k] != k:
-        parent[k] = parent[parent[k]]
-        k = parent[k]
-    return k
-
-
-cdef inline void uf_join(int* parent, int a, int b) noexcept nogil:
-    a = uf_root(parent, a)
-    b = uf_root(parent, b)
-    if a < b:
-        parent[b] = a
-    elif b < a:
-        parent[a] = b
 
 
 cdef inline bint same(v3 a, v3 b) noexcept nogil:
