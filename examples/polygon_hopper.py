@@ -29,8 +29,8 @@ def build(n_rows=6, threads=1):
     """The filled hopper on its (plane) gate; returns (sim, hopper segment indices)."""
     sim = pdem.Simulation(pdem.Domain((-0.6, -0.3), (0.6, 1.0), dim=2), dt=1e-4,
                           gravity=(0, -G, 0), lost="remove", threads=threads)
-    m = sim.material("grain", density=1000.0, kn=2e5, friction=0.5, restitution=0.2)
-    w = sim.material("wall", density=1000.0, kn=2e5, friction=0.3, restitution=0.2)
+    m = sim.material("grain", density=1000.0, kn=2e5, friction=0.5, restitution=0.1)
+    w = sim.material("wall", density=1000.0, kn=2e5, friction=0.3, restitution=0.1)
     side = np.array([[SLOT / 2, 0.0], [(SLOT / 2 + HALF) / 2, TOP / 2], [HALF, TOP]])
     left = side * [-1, 1]
     hopper = sim.add_segments(np.vstack([left[:-1], side[:-1]]),
@@ -56,11 +56,13 @@ def main():
     sim, hopper = build(n_rows=2 if args.quick else 6)
     n0 = sim.n_particles
     mass = sim.particles()["mass"].sum()
-    sim.run(6000 if args.quick else 10000)           # settle on the gate
+    sim.run(8000 if args.quick else 12000)           # settle on the gate
     walls = -sim.segment_forces()[hopper, 1].sum()
     gate = -sim.plane_forces()[0, 1]
-    print("settled: %d polygons, hopper walls %.4f and gate %.4f of the weight (sum %.6f)"
-          % (n0, walls / (mass * G), gate / (mass * G), (walls + gate) / (mass * G)))
+    kinds, count = np.unique(sim.contacts()["kind"], return_counts=True)
+    print("settled at t = %.2f s: %d polygons, hopper walls %.4f and gate %.4f of the weight "
+          "(sum %.6f); contacts %s" % (sim.time, n0, walls / (mass * G), gate / (mass * G),
+                                      (walls + gate) / (mass * G), dict(zip(kinds, count))))
     sim.set_plane_motion(0, Ramp((0, -2.0, 0), 0.01))  # the gate drops away
     times, out = [], []
     for _ in range(8 if args.quick else 30):

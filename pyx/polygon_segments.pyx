@@ -11,10 +11,14 @@ element); the rows of one polygon form a group (group_start), resolved independe
       ball's; beyond it, at a bend or an end, the polygon's side is undecided and the
       edge part decides): the polygon's corners (the prism's vertices at z < 0: each
       corner once) below the segment's line (normal ns on the centroid's side) whose
-      projection lies in the closed span, each with its depth d_v: the vertex sums of the phplane law
-      (pyx/polyhedron_contacts.pyx). A corner counts once among parallel rows: the
-      first row (row order) that holds it claims it, so a floor of collinear segments
-      partitions the corners exactly as one line does. Around a free end of the
+      projection lies in the closed span, each with its depth d_v, and the free ends (no
+      other segment ends there) inside the polygon, each with how far it leaves the
+      polygon along -ns (the vertices of both bodies beyond the other's boundary: a face
+      sliding over the end of a wall keeps its support, the end taking over from the
+      corner that passes it; at a bend the other segment's row sees the end):
+      the vertex sums of the phplane law (pyx/polyhedron_contacts.pyx). A corner counts
+      once among parallel rows: the first row (row order) that holds it claims it, so a
+      floor of collinear segments partitions the corners exactly as one line does. Around a free end of the
       segments parallel to this one (an end no other segment shares), when the polygon
       leaves the line's side sideways sooner than by its deepest corner (polyhedron_facet
       sheet_escape's 2D form), the corners are no overlap and the edge part decides;
@@ -22,11 +26,14 @@ element); the rows of one polygon form a group (group_start), resolved independe
       polytope) and the polygon's prism (gjk.pxd): a segment end pushing into a side of
       the polygon; overlap delta_M, normal n_M (wall to polygon, back in the plane),
       wall contact point WP = the witness on the element.
-    The overlap U: the deepest corner's depth (face part) or delta_M (edge part).
- 2. links (seed 004 rule 2): a row with U > 0 whose WP lies on an end point (parameter
-    within 1e-9 of 0 or 1) is linked with the rows (U > 0) of the other segments ending
-    there; rows of parallel segments sharing an end point are linked too (the seed's
-    proximity contact of a flat wall split in many facets: it counts once);
+    The overlap U: the deepest corner's or end's depth (face part; WP its foot, or the
+    end) or delta_M (edge part).
+ 2. links (seed 004 rule 2): rows with U > 0 whose WPs lie on the same end point
+    (parameter within 1e-9 of 0 or 1) of segments sharing it are linked (a corner of the
+    wall in a side of the polygon, seen by both segments; a polygon's face on one
+    segment and its corner on the other, in a valley, are two contacts); rows of
+    parallel segments sharing an end point are linked too (the seed's proximity contact
+    of a flat wall split in many facets: it counts once);
  3. the largest U of a linked set is its active contact (rule 3; ties: row order), the
     holder of the set's state; when the holder changes, the state of the set's previous
     holder is copied (continuity, as ball_facet does within a linked set);
@@ -40,7 +47,7 @@ the segments' (skip[w]): a segment's GJK/EPA sees its end points.
 """
 cimport cython
 from cython.parallel cimport prange, threadid
-from libc.math cimport sqrt, INFINITY
+from libc.math cimport sqrt, atan2, INFINITY
 from vecmath cimport v3, V, vld, vst, vadd, vsub, vscale, vdot, vneg, mtdot, q2m, quat, m33
 from contact_row cimport S_NCOLS, Load, contact_update
 from gjk cimport Convex, MinkResult, cv_poly, mk_query, MK_OVERLAP
@@ -60,6 +67,25 @@ cdef double AT_END = 1e-9              # WP parameter within this of 0 or 1: an 
 cdef inline double span(v3 x, v3 a, v3 t, double tt) noexcept nogil:
     """Parameter of the projection of x on the line a + s t."""
     return vdot(vsub(x, a), t) / tt
+
+
+cdef inline double tip_depth(v3 e, v3 u, const v3* xv, int nc) noexcept nogil:
+    """How far e, strictly inside the convex polygon of ccw corners xv, moves along the
+    unit u to leave it (-1 outside): min over the sides m.(v_i - e) / m.u with m.u > 0, m
+    their outward normals."""
+    cdef double t = INFINITY, h, mu
+    cdef int i
+    cdef v3 m, d
+    for i in range(nc):
+        d = vsub(xv[(i + 1) % nc], xv[i])
+        m = V(d.y, -d.x, 0.0)
+        h = vdot(m, vsub(xv[i], e))
+        if not (h > 0.0):
+            return -1.0
+        mu = vdot(m, u)
+        if mu > 0.0 and h / mu < t:
+            t = h / mu
+    return t
 
 
 cdef inline double escape(const int* element, const double[:, ::1] ea,
@@ -98,6 +124,14 @@ cdef inline bint same(v3 a, v3 b) noexcept nogil:
     return a.x == b.x and a.y == b.y and a.z == b.z
 
 
+cdef inline bint seen(v3 a, const v3* pts, int n) noexcept nogil:
+    cdef int i
+    for i in range(n):
+        if same(a, pts[i]):
+            return True
+    return False
+
+
 @cython.boundscheck(False)
 @cython.wraparound(False)
 cdef int polygon_group(Py_ssize_t s, Py_ssize_t e, int p, const int[::1] element,
@@ -129,6 +163,8 @@ cdef int polygon_group(Py_ssize_t s, Py_ssize_t e, int p, const int[::1] element
     cdef signed char done[MAXR]
     cdef v3 xv[MAXV]
     cdef int claim[MAXV]
+    cdef v3 tips[2 * MAXR]      # segment ends counted (once per group)
+    cdef int ntips = 0
     cdef double tv[6]
     cdef quat qq
     cdef m33 M
@@ -148,7 +184,12 @@ cdef int polygon_group(Py_ssize_t s, Py_ssize_t e, int p, const int[::1] element
                 return -1
             y = vadd(x, mtdot(M, V(vdata[voff[tp] + i, 0], vdata[voff[tp] + i, 1], 0.0)))
             y.z = 0.0
-            xv[nc] = y
+            t = nc                           # counter-clockwise about the centroid
+            while t > 0 and atan2(xv[t - 1].y - x.y, xv[t - 1].x - x.x) > \
+                    atan2(y.y - x.y, y.x - x.x):
+                xv[t] = xv[t - 1]
+                t -= 1
+            xv[t] = y
             claim[nc] = -1
             nc += 1
     # 1. per row: face part, else edge part
@@ -210,6 +251,22 @@ cdef int polygon_group(Py_ssize_t s, Py_ssize_t e, int p, const int[::1] element
                 if d > fs[k][4]:
                     fs[k][4] = d
                     deepest = i
+            for i in range(2):               # the free ends inside the polygon
+                y = a if i == 0 else b
+                if not free_end[w, i] or seen(y, tips, ntips):
+                    continue
+                d = tip_depth(y, vneg(ns[k]), xv, nc)
+                if not (d > 0.0):
+                    continue
+                tips[ntips] = y
+                ntips += 1
+                fs[k][0] += d
+                fs[k][1] += d * d
+                fs[k][2] += d * y.x
+                fs[k][3] += d * y.y
+                if d > fs[k][4]:
+                    fs[k][4] = d
+                    deepest = nc + i
             if deepest >= 0 and escape(&element[s], ea, eb, free_end, ns, U0, m, ns[k], xv,
                                        nc) < fs[k][4]:
                 deepest = -1                 # around a free end: the edge part decides
@@ -223,7 +280,8 @@ cdef int polygon_group(Py_ssize_t s, Py_ssize_t e, int p, const int[::1] element
                         claim[i] = k
                 U[k] = fs[k][4]
                 nk[k] = ns[k]
-                tq[k] = span(xv[deepest], a, tt_v, tt)
+                tq[k] = <double>(deepest - nc) if deepest >= nc else span(xv[deepest], a, tt_v,
+                                                                          tt)
                 wp[k] = vadd(a, vscale(tt_v, tq[k]))
         if deepest < 0:                      # GJK/EPA of the element and the prism
             nvs = 2 if tt > 0.0 else 1
@@ -257,11 +315,13 @@ cdef int polygon_group(Py_ssize_t s, Py_ssize_t e, int p, const int[::1] element
             g = element[s + j]
             if j == k or ea[w, 0] == eb[w, 0] and ea[w, 1] == eb[w, 1]:
                 continue
-            if tq[k] <= AT_END and (same(vld(&ea[w, 0]), vld(&ea[g, 0])) or
-                                    same(vld(&ea[w, 0]), vld(&eb[g, 0]))):
+            if tq[k] <= AT_END and (tq[j] <= AT_END and same(vld(&ea[w, 0]), vld(&ea[g, 0])) or
+                                    tq[j] >= 1.0 - AT_END and same(vld(&ea[w, 0]),
+                                                                   vld(&eb[g, 0]))):
                 uf_join(parent, k, j)
-            elif tq[k] >= 1.0 - AT_END and (same(vld(&eb[w, 0]), vld(&ea[g, 0])) or
-                                            same(vld(&eb[w, 0]), vld(&eb[g, 0]))):
+            elif tq[k] >= 1.0 - AT_END and (
+                    tq[j] <= AT_END and same(vld(&eb[w, 0]), vld(&ea[g, 0])) or
+                    tq[j] >= 1.0 - AT_END and same(vld(&eb[w, 0]), vld(&eb[g, 0]))):
                 uf_join(parent, k, j)
             elif vdot(ns[k], ns[j]) >= PARALLEL and (
                     same(vld(&ea[w, 0]), vld(&ea[g, 0])) or same(vld(&ea[w, 0]), vld(&eb[g, 0]))

@@ -43,7 +43,8 @@ def polygon_materials(sim):
 def segment_topology(a, b):
     """free_end (n, 2) int8: no other segment ends at a[s] / b[s]; chain (n, 2): the
     extent, as parameters of a[s] + t (b[s] - a[s]), of the straight chain of segments
-    joined end to end with s (collinear, sharing end points): [0, 1] for a lone one."""
+    joined end to end with s (collinear, sharing end points): [0, 1] for a lone one, 0
+    (1) exactly when a (b) ends the chain."""
     n = len(a)
     ends = np.concatenate([a, b])
     _, inverse, count = np.unique(ends, axis=0, return_inverse=True, return_counts=True)
@@ -73,7 +74,8 @@ def segment_topology(a, b):
         pts = np.concatenate([a[members], b[members]])
         for s in members:
             span = (pts - a[s]) @ (b[s] - a[s]) / np.dot(b[s] - a[s], b[s] - a[s])
-            chain[s] = span.min(), span.max()
+            lo, hi = span.min(), span.max()          # exactly 0, 1 at the chain's ends
+            chain[s] = 0.0 if lo >= -1e-12 else lo, 1.0 if hi <= 1.0 + 1e-12 else hi
     return free, chain
 
 
