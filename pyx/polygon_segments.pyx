@@ -18,9 +18,9 @@ element); the rows of one polygon form a group (group_start), resolved independe
       corner that passes it; at a bend the other segment's row sees the end):
       the vertex sums of the phplane law (pyx/polyhedron_contacts.pyx). A corner counts
       once among parallel rows: the first row (row order) that holds it claims it, so a
-      floor of collinear segments partitions the corners exactly as one line does. Around a free end of the
-      segments parallel to this one (an end no other segment shares), when the polygon
-      leaves the line's side sideways sooner than by its deepest corner (polyhedron_facet
+      floor of collinear segments partitions the corners exactly as one line does.
+      Around a free end of the segments parallel to this one, when the polygon leaves
+      the line's side sideways sooner than by its deepest corner (polyhedron_facet
       sheet_escape's 2D form), the corners are no overlap and the edge part decides;
     edge part (no corner below): GJK/EPA of the element (a 2-vertex or 1-vertex
       polytope) and the polygon's prism (gjk.pxd): a segment end pushing into a side of
@@ -142,7 +142,8 @@ cdef int polygon_group(Py_ssize_t s, Py_ssize_t e, int p, const int[::1] element
                        const double[:, ::1] vdata, const double[:, ::1] ea,
                        const double[:, ::1] eb, const int[::1] ematerial,
                        const signed char[::1] skip, const signed char[:, ::1] free_end,
-                       const double[:, ::1] chain, const double[:, ::1] table, int nmat, double dt, int flags,
+                       const double[:, ::1] chain, const double[:, ::1] table, int nmat,
+                       double dt, int flags,
                        signed char[::1] active, double[:, ::1] state, double[:, ::1] branch,
                        signed char[::1] status, double* worst) noexcept nogil:
     """One polygon and its candidate elements (rows s..e-1); -1: too many rows or
@@ -393,7 +394,8 @@ def polygon_elements(const long[::1] group_start, const int[::1] particle,
                      const double[:, ::1] vdata, const double[:, ::1] ea,
                      const double[:, ::1] eb, const int[::1] ematerial,
                      const signed char[::1] skip, const signed char[:, ::1] free_end,
-                     const double[:, ::1] chain, const double[:, ::1] pair_table, int n_materials, double dt, int flags,
+                     const double[:, ::1] chain, const double[:, ::1] pair_table,
+                     int n_materials, double dt, int flags,
                      signed char[::1] active, double[:, ::1] state, double[:, ::1] branch,
                      signed char[::1] status, int n_threads):
     """All polygon-element contacts of one step (the module comment). Elements: a[w],
