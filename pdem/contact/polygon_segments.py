@@ -83,7 +83,6 @@ class PolygonElements(ShapeWallRows):
     """Shared by the segment and point kinds of polygons."""
     shape_code = POLYGON
     in_pass = False                 # sums by add_forces (branch vectors)
-    nscd = False
 
     def __init__(self, sim):
         super().__init__(sim)
