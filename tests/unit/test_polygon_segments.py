@@ -217,3 +217,26 @@ def test_format_10_checkpoint_still_loads(tmp_path):
     p, q = straight.particles(), resumed.particles()
     for k in p:
         assert np.array_equal(p[k], q[k]), k
+
+
+@pytest.mark.slow
+def test_square_overhanging_a_free_end_rests_on_it():
+    """A square face down with its centroid 5 mm inside the free end of a lone segment
+    (half of it overhanging): statics says it rests, supported by its inner corner and
+    the segment's end (the end inside the polygon joins the vertex sums); the load equals
+    the weight, acting under the centroid (zero moment about it). Without the end's
+    term the inner corner alone would hold it and it would tip off."""
+    sim = box2d(dt=1e-4)
+    m = sim.material("m", density=1000.0, kn=1e4, friction=0.5, restitution=0.1)
+    sim.add_segments([[0.05, 0.1]], [[0.2, 0.1]], m, end_points=False)
+    sim.add_polygons([[0.195, 0.1 + 0.0199]], SQ, m)
+    sim.run(6000)                   # (a slow rocking mode decays: loose tolerances)
+    p, c = sim.particles(), sim.contacts()
+    W = p["mass"][0] * G
+    assert np.abs(p["velocity"][0]).max() < 1e-4 and abs(p["angular_velocity"][0, 2]) < 2e-3
+    theta = 2 * np.arctan2(p["orientation"][0, 3], p["orientation"][0, 0])
+    assert -0.1 < theta < 0.0                                 # dips to the end, no tipping
+    assert abs(p["position"][0, 0] - 0.195) < 2e-3
+    assert -sim.segment_forces()[0, 1] == pytest.approx(W, rel=1e-3)
+    assert list(c["kind"]) == ["phseg"]
+    assert c["point"][0, 0] == pytest.approx(p["position"][0, 0], abs=2e-5)
