@@ -52,6 +52,7 @@ from vecmath cimport v3, V, vld, vst, vadd, vsub, vscale, vdot, vneg, mtdot, q2m
 from contact_row cimport S_NCOLS, Load, contact_update
 from gjk cimport Convex, MinkResult, cv_poly, mk_query, MK_OVERLAP
 from union_find cimport uf_root, uf_join
+from worst_overlap cimport pick_worst
 import numpy as np
 
 cdef enum:
@@ -426,9 +427,5 @@ def polygon_elements(const long[::1] group_start, const int[::1] particle,
                          &worst[tid, 0]) < 0:
             if crowded[tid] < 0:
                 crowded[tid] = group_start[gi]
-    best = 0
-    for tid in range(nt):
-        if not (worst[tid, 0] <= worst[best, 0]):
-            best = tid
     found = [int(c) for c in crowded if c >= 0]
-    return worst[best, 0], int(worst[best, 1]), min(found) if found else -1
+    return pick_worst(worst) + (min(found) if found else -1,)
