@@ -331,6 +331,10 @@ def add_2d(sim, positions, template, material, angles, velocities, angular_veloc
     sim._check_size("bounding radius", np.full(n, bound))
     new, mat = sim._new_particles("add_polygons", pos, material, velocities,
                                   angular_velocities)
+    if len(sim.segments) + len(sim.points):
+        from .contact import polygon_segments
+        polygon_segments.check_models(sim, "add_polygons", np.concatenate(
+            [sim.segments.material, sim.points.material]), [mat.index])
     new["blocked"][:] = DOF_BITS["z"] | DOF_BITS["rx"] | DOF_BITS["ry"]
     new["vel"][:, 2] = 0.0
     new["angvel"][:, :2] = 0.0

@@ -90,7 +90,7 @@ def fill_ellipsoids(new, axes, q, density, threads):
 # shapes it shares a simulation with (their pair contacts exist).
 TOUCHES = {SHAPES["ellipsoid"]: ("mesh walls",), SHAPES["ellipse"]: ("boundary segments",),
            SHAPES["clump"]: (), SHAPES["polyhedron"]: ("mesh walls",),
-           SHAPES["polygon"]: ()}
+           SHAPES["polygon"]: ("boundary segments",)}
 MIXES = {SHAPES["ellipsoid"]: {SHAPES["polyhedron"]}, SHAPES["ellipse"]: {SHAPES["polygon"]},
          SHAPES["clump"]: set(), SHAPES["polyhedron"]: {SHAPES["ellipsoid"]},
          SHAPES["polygon"]: {SHAPES["ellipse"]}}

@@ -447,6 +447,7 @@ class Simulation:
                              end_points=end_points)
         shapes.check_touches(self, "add_segments", "boundary segments")
         x0, m = self._wall_points("add_segments", "x0", x0, material)
+        self._check_polygon_models("add_segments", m.index)
         x1, _ = self._wall_points("add_segments", "x1", x1, material, len(x0))
         zero = np.flatnonzero(np.all(x1 == x0, axis=1))
         if len(zero):
@@ -466,11 +467,19 @@ class Simulation:
         self.collective.same("add_points", points=points, material=material)
         shapes.check_touches(self, "add_points", "boundary segments")
         pts, m = self._wall_points("add_points", "points", points, material)
+        self._check_polygon_models("add_points", m.index)
         new = self.points.new_points(pts)
         self.points.add(new, new, m.index)
         self._scene_changed()
         where = {tuple(p): k for k, p in enumerate(self.points.a.tolist())}
         return np.array([where[tuple(p)] for p in pts.tolist()], np.int64)
+
+    def _check_polygon_models(self, what, material_index):
+        """Polygons against segments take the 'minkowski' model only (collective)."""
+        if self.polyhedra:
+            from .contact import polygon_segments
+            polygon_segments.check_models(self, what, [material_index],
+                                          polygon_segments.polygon_materials(self))
 
     def _wall_points(self, what, name, rows, material, n=None):
         """(rows as 3-vectors, material) checked: finite, z = 0 in 2D, a known material."""
@@ -1112,11 +1121,11 @@ class Simulation:
 
     def segment_forces(self):
         """Force ON each boundary segment, (n_segments, 3), summed over ranks (collective)."""
-        return self._wall_loads("segment", "ellseg")
+        return self._wall_loads("segment", "ellseg", "phseg")
 
     def point_forces(self):
         """Force ON each boundary point, (n_points, 3), summed over ranks (collective)."""
-        return self._wall_loads("point", "ellpoint")
+        return self._wall_loads("point", "ellpoint", "phpoint")
 
     def _wall_loads(self, kind, *shaped_kinds):
         """loads() of a wall kind and (with non-spheres, the same on every rank) its

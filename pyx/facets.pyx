@@ -116,6 +116,7 @@ from ellipsoid cimport Ell, ell_make, ell_support, ell_radii, tangent_basis, her
 from ellipsoid_facet cimport ell_triangle
 from gjk cimport MinkResult, MK_OVERLAP, cv_poly, cv_support, Convex
 from polyhedron_facet cimport PF_MAXV, poly_world, face_sums, edge_query
+from union_find cimport uf_root, uf_join
 
 cdef enum:
     MAXC = 256      # candidate facets of one ball and one wall
@@ -143,22 +144,6 @@ cdef inline bint seg_crosses(v3 a, v3 b, v3 t0, v3 t1, v3 t2) noexcept nogil:
 
 cdef inline double fabs_(double x) noexcept nogil:
     return -x if x < 0.0 else x
-
-
-cdef inline int uf_root(int* parent, int k) noexcept nogil:
-    while parent[k] != k:
-        parent[k] = parent[parent[k]]
-        k = parent[k]
-    return k
-
-
-cdef inline void uf_join(int* parent, int a, int b) noexcept nogil:
-    a = uf_root(parent, a)
-    b = uf_root(parent, b)
-    if a < b:
-        parent[b] = a
-    elif b < a:
-        parent[a] = b
 
 
 cdef inline bint share_vertex(const long long[:, ::1] fac, long long f, long long g) noexcept nogil:

@@ -5,12 +5,13 @@ torques from this step's branch vectors."""
 import numpy as np
 
 from .._kernels import ellipsoid_contacts as ek, segments as sk
+from ..particles import SHAPES
 from .kinds import PointContacts, SegmentContacts, ShapeWallRows, overlap_message, register
 
 
 class EllipseFeet(ShapeWallRows):
     """Shared by the segment and point kinds of ellipses."""
-    ellipses = True
+    shape_code = SHAPES["ellipse"]
     in_pass = False                 # sums by add_forces (branch vectors)
 
     def build(self, b):

@@ -499,15 +499,15 @@ class FootContacts(TangentPlaneContacts):
     def n_elements(self):
         return len(self.elements())
 
-    ellipses = False                # the rows of this kind: spheres (or ellipses)
+    shape_code = None               # the rows of this kind: spheres (or that shape)
 
     def build(self, b):
         sim, el = self.sim, self.elements()
         st = sim.store
         p, w = sk.candidates(st.pos, st.radius, b.n_own, el.a, el.b, b.skin, sim.threads)
-        mask = shaped(sim, p)
-        if mask is not None:             # ellipses: pdem.contact.ellipse_segments
-            keep = mask if self.ellipses else ~mask
+        mask = shaped(sim, p, code=self.shape_code)
+        if mask is not None:             # ellipse_segments.py, polygon_segments.py
+            keep = ~mask if self.shape_code is None else mask
             p, w = p[keep], w[keep]
         rows = ContactBatch(p, w, keys.make(st.id[p], w))
         rows.carry_from(self.batch)
@@ -750,3 +750,4 @@ from .clump_kinds import ClumpPairs, ClumpPlaneContacts  # noqa: E402,F401  (lik
 from .ellipsoid_facets import EllipsoidFacetContacts  # noqa: E402,F401  (last: codes kept)
 from .ellipse_segments import EllipsePointContacts, EllipseSegmentContacts  # noqa: E402,F401
 from .polyhedron_mesh import PolyhedronFacetContacts  # noqa: E402,F401  (last: codes kept)
+from .polygon_segments import PolygonPointContacts, PolygonSegmentContacts  # noqa: E402,F401

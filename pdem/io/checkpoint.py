@@ -54,7 +54,7 @@ from ..particles import FIELDS, OPTIONAL
 from ..scheme import from_description
 from .frames import collective_transfer, row_offsets, write_slab
 
-VERSION = 10        # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bit id keys;
+VERSION = 11        # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bit id keys;
                     # 4: 2D boundary segments and points; 5: bonds; 6: region walls;
                     # 7: particle shapes (shape, semi_axes, inertia_body, angmom) and the
                     # ellipsoid kinds; 8: shape templates (pdem/shape_templates.py) and
@@ -62,12 +62,14 @@ VERSION = 10        # 2: contact rows of 27 doubles; 3: interaction kinds, 32-bi
                     # (group "cell", pdem/cell.py); 9: the clump kinds,
                     # rows with a sub-key (pdem/contact/clump_kinds.py), and the polyhedron
                     # kinds (docs/polyhedra.md); 10: the strain, stress and strain rate
-                    # of deformable DDA particles (docs/dda.md), the kind phmesh
-READS = (5, 6, 7, 8, 9, 10)  # older files: no region walls (5), no shapes (5, 6): spheres only
+                    # of deformable DDA particles (docs/dda.md), the kind phmesh;
+                    # 11: the polygon kinds phseg, phpoint (pdem/contact/polygon_segments.py)
+READS = (5, 6, 7, 8, 9, 10, 11)  # older files: no region walls (5), no shapes (5, 6): spheres only
 SINCE = {"shape": 7, "semi_axes": 7, "inertia_body": 7, "angmom": 7,   # particle fields
          "template": 8}                                              # newer than format 5
 KIND_SINCE = {"region": 6, "ellpair": 7, "ellplane": 7, "ellmesh": 9, "clump": 9,   # kinds
-              "clplane": 9, "phpair": 9, "phplane": 9, "phmesh": 10}        # newer than 5
+              "clplane": 9, "phpair": 9, "phplane": 9, "phmesh": 10,
+              "phseg": 11, "phpoint": 11}        # newer than 5
 ELEMENT_FIELDS = ("a", "b", "material")      # pdem.contact.walls.Segments
 ROW_LAYOUT = json.dumps({"columns": COLUMNS, "ncols": NCOLS, "key_bits": keys.BITS})
 CHUNK = 1 << 20                     # rows read at a time on restart

@@ -82,13 +82,24 @@ def models(comm, threads=1):
     return sim
 
 
-def tumbler2d(comm, threads=1):
-    """2D: random polygons, squares, ellipses and disks over a line, periodic along x."""
-    sim = pdem.Simulation(pdem.Domain((0, 0), (1.2, 0.9), periodic=(True, False), dim=2),
+def tumbler2d(comm, threads=1, segments=False):
+    """2D: random polygons, squares, ellipses and disks over a line, periodic along x;
+    segments: in a box of boundary segments instead (walls and a bumpy floor: convex and
+    concave joints, collinear ones, a free end point inside the box)."""
+    sim = pdem.Simulation(pdem.Domain((0, 0), (1.2, 0.9), periodic=(not segments, False),
+                                      dim=2),
                           dt=4e-4, gravity=(0, -9.81, 0), comm=comm, threads=threads,
                           check_ids=True)
     m = sim.material("m", density=1000.0, kn=1e6, friction=0.4, restitution=0.4)
-    sim.add_plane((0, 0, 0), (0, 1, 0), m)
+    if segments:
+        x = np.array([0.0, 0.15, 0.3, 0.45, 0.6, 0.75, 0.9, 1.05, 1.2])
+        y = np.array([0.0, 0.006, 0.0, 0.0, 0.0, 0.008, 0.002, 0.0, 0.0]) + 0.001
+        pts = np.vstack([[[0.001, 0.9]], np.column_stack([x, y]), [[1.199, 0.9]]])
+        pts[1, 0], pts[-2, 0] = 0.001, 1.199
+        sim.add_segments(pts[:-1], pts[1:], m)
+        sim.add_segments([[0.55, 0.25]], [[0.65, 0.2]], m)        # a shelf, free ends
+    else:
+        sim.add_plane((0, 0, 0), (0, 1, 0), m)
     rng = np.random.default_rng(8)
     x, y = np.meshgrid(np.arange(0.075, 1.2, 0.15), np.arange(0.07, 0.85, 0.15), indexing="ij")
     pos = np.column_stack([x.ravel(), y.ravel()]) + rng.uniform(-0.01, 0.01, (x.size, 2))
@@ -145,6 +156,33 @@ def test_polygons_2d_same_bits_on_any_rank_and_thread_count():
     assert {"phpair", "phplane"} <= set(got[1]["kind"])
     assert np.all(sim.store.angmom[:sim.store.n_own, :2] == 0.0)
     assert_same_state(got, reference(comm, 2 * STEPS, tumbler2d))
+
+
+def segments2d(comm, threads=1):
+    return tumbler2d(comm, threads, segments=True)
+
+
+@pytest.mark.mpi(min_size=1)
+def test_polygons_in_a_segment_box_same_bits_and_restart(shared_dir):
+    """Polygons, ellipses and disks in a box of boundary segments: 2 threads on any rank
+    count equal one thread on one rank, and a restart (format 11: the kinds phseg,
+    phpoint) on rank 0 continues bit for bit."""
+    comm = MPI.COMM_WORLD
+    n = 2 * STEPS
+    sim = segments2d(comm, 2)
+    sim.run(steps=n // 2 + 3)
+    path = os.path.join(shared_dir, "poly2d.h5")
+    sim.checkpoint(path)
+    sim.run(steps=n - (n // 2 + 3))
+    got = state(sim)
+    assert "phseg" in set(got[1]["kind"])
+    ref = reference(comm, n, segments2d)
+    assert_same_state(got, ref)
+    if comm.rank == 0:
+        resumed = pdem.restart(path, comm=MPI.COMM_SELF)
+        resumed.run(steps=n - (n // 2 + 3))
+        assert_same_state(state(resumed), ref)
+    comm.Barrier()
 
 
 @pytest.mark.mpi(min_size=1)

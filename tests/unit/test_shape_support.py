@@ -35,7 +35,8 @@ WALLS = {    # name: adder (both dimensions)
                                                   [[0.9, 0.05, 0.05][:s.domain.dim]], "m"),
     "region walls": lambda s: s.add_region_wall(pdem.Box((0, 0, 0), (1, 1, 1)), "m"),
 }
-WIRED = {("ellipsoid", "mesh walls"), ("ellipse", "boundary segments"), ("polyhedron", "mesh walls")}
+WIRED = {("ellipsoid", "mesh walls"), ("ellipse", "boundary segments"), ("polyhedron", "mesh walls"),
+         ("polygon", "boundary segments")}
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
