@@ -27,6 +27,8 @@ import time
 import numpy as np
 from mpi4py import MPI
 
+from .._kernels import nscd as _k
+
 TAG = 700
 
 
@@ -78,10 +80,9 @@ class SweepExchange:
             # out: velocities of sel, [increments of our ghosts from p], residual
             out = np.empty(n_s * width + (n_g * width if increments else 0) + 1)
             inc = np.empty(n_g * width + (n_s * width if increments else 0) + 1)
-            ranges = [(f, c) for f, c in recv[p]] if p in recv else []
-            self.peers.append((p, sel, ghost, ranges, out, inc))
+            self.peers.append((p, sel, ghost, out, inc))
         self.requests = []
-        for p, sel, ghost, ranges, out, inc in self.peers:
+        for p, sel, ghost, out, inc in self.peers:
             self.requests.append(self.cart.Recv_init(inc, source=p, tag=TAG))
             self.requests.append(self.cart.Send_init(out, dest=p, tag=TAG))
 
@@ -90,26 +91,17 @@ class SweepExchange:
             r.Free()
         self.requests = []
 
-    @staticmethod
-    def _rows(buf, offset, rows, width):
-        return buf[offset:offset + rows * width].reshape(rows, width)
-
     def end_sweep(self, res, v, w, ghost_dv, ghost_dw):
         """After a sweep: owners get the increments given to their ghost rows (NLGS:
         ghost_dv, ghost_dw, zeroed here), ghosts their owners' velocities; returns the
         residual over all ranks (NaN counts as +inf, as Collective.max)."""
         if res != res:
             res = math.inf
-        nv, nw, n_own = self.nv, self.nw, self.n_own
-        for p, sel, ghost, ranges, out, inc in self.peers:
-            n_s, n_g = len(sel), len(ghost)
-            np.take(v, sel, axis=0, out=self._rows(out, 0, n_s, nv))
-            np.take(w, sel, axis=0, out=self._rows(out, n_s * nv, n_s, nw))
-            if self.increments:
-                o = n_s * (nv + nw)
-                np.take(ghost_dv, ghost, axis=0, out=self._rows(out, o, n_g, nv))
-                np.take(ghost_dw, ghost, axis=0, out=self._rows(out, o + n_g * nv, n_g, nw))
-            out[-1] = res
+        if ghost_dv is None:
+            ghost_dv, ghost_dw = v, w          # not read (Jacobi)
+        inc = int(self.increments)
+        for p, sel, ghost, out, recv in self.peers:
+            _k.pack_border(v, w, ghost_dv, ghost_dw, sel, ghost, inc, res, out)
         MPI.Prequest.Startall(self.requests)
         reduce_req = None
         if not self.local_max:
@@ -117,33 +109,12 @@ class SweepExchange:
             reduce_req = self.cart.Iallreduce(MPI.IN_PLACE, total, op=MPI.MAX)
         clock = time.perf_counter()
         MPI.Request.Waitall(self.requests)
-        self.timers["wait"] += time.perf_counter() - clock
-        for p, sel, ghost, ranges, out, inc in self.peers:
-            n_s, n_g = len(sel), len(ghost)
-            if self.increments:         # the owners' sums v_A + dv_B, on both sides
-                o = n_g * (nv + nw)
-                v[sel] += self._rows(inc, o, n_s, nv)
-                w[sel] += self._rows(inc, o + n_s * nv, n_s, nw)
-            rv, rw = self._rows(inc, 0, n_g, nv), self._rows(inc, n_g * nv, n_g, nw)
-            k = 0
-            for f, c in ranges:
-                if self.increments:
-                    np.add(rv[k:k + c], ghost_dv[f:f + c], out=v[f:f + c])
-                    np.add(rw[k:k + c], ghost_dw[f:f + c], out=w[f:f + c])
-                else:
-                    v[f:f + c] = rv[k:k + c]
-                    w[f:f + c] = rw[k:k + c]
-                k += c
-            if self.local_max:
-                r = inc[-1]
-                if r > res:
-                    res = r
-        if self.increments:
-            ghost_dv[n_own:] = 0.0
-            ghost_dw[n_own:] = 0.0
         if reduce_req is not None:
-            clock = time.perf_counter()
             reduce_req.Wait()
-            self.timers["wait"] += time.perf_counter() - clock
             res = float(total[0])
+        self.timers["wait"] += time.perf_counter() - clock
+        for p, sel, ghost, out, recv in self.peers:
+            r = _k.unpack_border(v, w, ghost_dv, ghost_dw, sel, ghost, inc, recv)
+            if self.local_max and r > res:
+                res = r
         return res

@@ -32,6 +32,7 @@ whose translations (rotations) are all blocked has infinite mass (inertia): its
 velocity is prescribed; blocking only some of them is refused.
 """
 import math
+import os
 import time
 
 import numpy as np
@@ -165,7 +166,7 @@ class NSCD(Scheme):
             projected=self.normal_rule == "projected", relax=self._relax, threads=sim.threads,
             any_contacts=any_contacts,
             end_sweep=lambda res, dv, dw: self._end_sweep(sim, w, res, dv, dw), where=where,
-            timers=self.timers)
+            timers=self.timers, local_sweeps=int(os.environ.get("PDEM_K", "1")) if sim.size > 1 else 1)
         if sim.domain.dim == 2:
             st.angvel[:, 2] = w[:, 0]
         self.total_sweeps += self.sweeps
