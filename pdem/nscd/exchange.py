@@ -75,9 +75,9 @@ class SweepExchange:
             sel = np.concatenate(send[p]) if p in send else np.empty(0, np.int64)
             ghost = (np.concatenate([np.arange(f, f + c) for f, c in recv[p]])
                      if p in recv else np.empty(0, np.int64))
-            # the peer's rows: it sends what we receive and the other way round
             n_s, n_g = len(sel), len(ghost)
-            # out: velocities of sel, [increments of our ghosts from p], residual
+            # out (pack_border): sel's velocities, [our ghosts' increments], the residual;
+            # inc: the same from p, whose sel rows are our ghost rows and the other way
             out = np.empty(n_s * width + (n_g * width if increments else 0) + 1)
             inc = np.empty(n_g * width + (n_s * width if increments else 0) + 1)
             self.peers.append((p, sel, ghost, out, inc))

@@ -32,7 +32,6 @@ whose translations (rotations) are all blocked has infinite mass (inertia): its
 velocity is prescribed; blocking only some of them is refused.
 """
 import math
-import os
 import time
 
 import numpy as np
@@ -72,6 +71,7 @@ class NSCD(Scheme):
     name = "nscd"
     stiffness = False               # materials need friction and restitution only
     lever_flags = NO_RATCH          # torques of the rows from the branch vectors -+r n
+    one_round = True                # the single-round exchange when the ghosts allow it
 
     def __init__(self, solver="nlgs", tol=None, itmax=1000, alert=None, normal_rule="seed",
                  relaxation=None, overlap_correction=0.0):
@@ -166,7 +166,7 @@ class NSCD(Scheme):
             projected=self.normal_rule == "projected", relax=self._relax, threads=sim.threads,
             any_contacts=any_contacts,
             end_sweep=lambda res, dv, dw: self._end_sweep(sim, w, res, dv, dw), where=where,
-            timers=self.timers, local_sweeps=int(os.environ.get("PDEM_K", "1")) if sim.size > 1 else 1)
+            timers=self.timers)
         if sim.domain.dim == 2:
             st.angvel[:, 2] = w[:, 0]
         self.total_sweeps += self.sweeps
@@ -186,7 +186,7 @@ class NSCD(Scheme):
             plan = self._exchange = SweepExchange(sim.ghosts, st.n_own, st.n, st.vel.shape[1],
                                                   w.shape[1], self.solver == "nlgs",
                                                   self.timers)
-        if plan.usable:
+        if plan.usable and self.one_round:
             return plan.end_sweep(res, st.vel, w, ghost_dv, ghost_dw)
         exchange_ghost_velocities(sim.ghosts, st.vel, w, st.n_own, ghost_dv, ghost_dw)
         return sim.collective.max(res)

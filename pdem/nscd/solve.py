@@ -73,7 +73,7 @@ class ContactSolve:
 
     def solve(self, solver, v, w, r, m, inv_inertia, dt, tol, itmax, n_owned, beta=0.0,
               projected=False, relax=1.0, threads=1, any_contacts=None,
-              end_sweep=_local_end_sweep, where="", timers=None, local_sweeps=1):
+              end_sweep=_local_end_sweep, where="", timers=None):
         """Solve for the velocities v (rows: grains, ghosts after the n_owned owned
         ones) and angular velocities w ((n, 1) in 2D, (n, 3) in 3D) in place; m is the
         mass (inf: a grain with prescribed velocity), inv_inertia 1/I (0: no rotation).
@@ -101,17 +101,14 @@ class ContactSolve:
             ghost_dw = np.zeros_like(w)
             while it < itmax and not res < tol / dt:
                 t0 = clock()
-                res = 0.0
-                for _ in range(min(local_sweeps, itmax - it)):
-                    res = max(res, _k.sweep_nlgs(
-                        self.kind, self.ci, self.cj, self.normal, self.vb, self.W, self.wt,
-                        self.target, v, w, r, m, inv_inertia, self.mu, projected, self.pn,
-                        self.pt, owned, ghost_dv, ghost_dw))
-                    it += 1
+                res = _k.sweep_nlgs(self.kind, self.ci, self.cj, self.normal, self.vb, self.W,
+                                    self.wt, self.target, v, w, r, m, inv_inertia, self.mu,
+                                    projected, self.pn, self.pt, owned, ghost_dv, ghost_dw)
                 t1 = clock()
                 res = end_sweep(res, ghost_dv, ghost_dw)
                 t_sweep += t1 - t0
                 t_exchange += clock() - t1
+                it += 1
         else:
             # each grain's contacts in contact order: entry 2 c + side (side 1: body j)
             start, entry = _ck.build_gather_lists(
