@@ -330,27 +330,30 @@ def sweep_jacobi(const signed char[::1] kind, const int[::1] ci, const int[::1] 
 
 
 # ---------------------------------------------------------------- exchange after a sweep
+cdef Py_ssize_t _put_rows(const double[:, ::1] a, const double[:, ::1] b,
+                          const long[::1] rows, double[::1] out, Py_ssize_t o) noexcept nogil:
+    """Rows `rows` of a and of b, side by side, into out from offset o; the next offset."""
+    cdef Py_ssize_t k, x, na = a.shape[1], nb = b.shape[1]
+    for k in range(rows.shape[0]):
+        for x in range(na):
+            out[o + x] = a[rows[k], x]
+        for x in range(nb):
+            out[o + na + x] = b[rows[k], x]
+        o += na + nb
+    return o
+
+
 def pack_border(const double[:, ::1] v, const double[:, ::1] w, const double[:, ::1] ghost_dv,
                 const double[:, ::1] ghost_dw, const long[::1] sel, const long[::1] ghost,
                 int increments, double res, double[::1] out):
     """The message to one neighbour after a sweep (pdem.nscd.exchange): the velocity rows
     v, w of the owned rows sel, then (NLGS: increments) the ghost_dv, ghost_dw rows of
     the ghost rows `ghost` this neighbour owns, then the residual res."""
-    cdef Py_ssize_t k, a, o = 0, nv = v.shape[1], nw = w.shape[1]
+    cdef Py_ssize_t o
     with nogil:
-        for k in range(sel.shape[0]):
-            for a in range(nv):
-                out[o + a] = v[sel[k], a]
-            for a in range(nw):
-                out[o + nv + a] = w[sel[k], a]
-            o += nv + nw
+        o = _put_rows(v, w, sel, out, 0)
         if increments:
-            for k in range(ghost.shape[0]):
-                for a in range(nv):
-                    out[o + a] = ghost_dv[ghost[k], a]
-                for a in range(nw):
-                    out[o + nv + a] = ghost_dw[ghost[k], a]
-                o += nv + nw
+            o = _put_rows(ghost_dv, ghost_dw, ghost, out, o)
         out[o] = res
 
 
