@@ -7,10 +7,11 @@ Simulation.step keeps its order, drift -> neighbours -> velocity update; with NS
 velocity update is, instead of contact forces and kick:
   v += g dt (free degrees of freedom, ghosts included: the same arithmetic as on their
   owners) -> potential contacts from the Verlet lists (pairs, and every wall kind's
-  rows with gap < alert: boundary segments and points, planes, mesh facets) -> NLGS or Jacobi sweeps, ghost velocities and the residual exchanged
-  after every sweep (pdem.nscd.exchange: one round of messages when the ghosts allow
-  it) -> each contact row gets force = impulse / dt, and
-  every particle the sum of its contact forces (for output and wall loads).
+  rows with gap < alert: boundary segments and points, planes, mesh facets) -> NLGS or
+  Jacobi sweeps, ghost velocities and the residual exchanged after every sweep
+  (pdem.nscd.exchange: one round of messages when the ghosts allow it) -> each contact
+  row gets force = impulse / dt, and every particle the sum of its contact forces (for
+  output and wall loads).
 Between steps the positions are at t and the velocities are those the next drift
 uses (Moreau-Jean's end-of-step velocity), as the explicit scheme keeps v(t + dt/2).
 
