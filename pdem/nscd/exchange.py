@@ -19,7 +19,7 @@ left out, otherwise an Iallreduce runs during the round. The plan (index lists,
 buffers, persistent requests) is made once per ghost build and reused by every sweep.
 The round is completed by wait_all, which sleeps between tests once a short spin has
 not seen the messages: on a machine with more processes than cores, a rank spinning in
-MPI_Waitall holds the core its neighbour needs (measured on 2 shared cores: 10 times
+MPI_Waitall holds the core its neighbour needs (measured on 2 shared cores: 4 to 30 times
 faster on 2 ranks, docs/nscd.md).
 
 Jacobi sends velocities only (no increments: each rank computes the contacts it
