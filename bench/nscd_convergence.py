@@ -10,7 +10,10 @@ that grows with the column height, Jacobi more. For each size, solver and thread
 the script times `--steps` steps (after one untimed warm-up step that builds
 nothing but warms the caches) and records the sweeps of each step, the contacts,
 the wall time per step and per contact-sweep (on several ranks the contacts are the
-active contacts of pdem.Simulation.n_contacts, each once). Sweeps are capped at
+active contacts of pdem.Simulation.n_contacts, each once), and of a step's time the
+seconds in the sweeps, in the exchanges after them (ghost velocities and the residual's
+maximum over ranks) and, of those, waiting for the other ranks (NSCD.timers; the
+slowest rank's). Sweeps are capped at
 --itmax (a capped run is flagged, with its last residual).
 
 Run on one process, or under MPI (pdem.Simulation with the NSCD scheme on every rank):
@@ -74,6 +77,7 @@ def measure(n, solver, threads, comm, args):
            "contacts": [], "capped": 0, "residual": []}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        timers0 = dict(sim.scheme.timers)
         for k in range(args.steps + 1):
             if comm is not None:
                 comm.Barrier()
@@ -83,11 +87,17 @@ def measure(n, solver, threads, comm, args):
             if comm is not None:
                 dt = comm.allreduce(dt, op=max_op())
             if k == 0 and args.steps > 1:
+                timers0 = dict(sim.scheme.timers)
                 continue                      # warm-up (first touch of the arrays)
             rec["sweeps"].append(int(sim.scheme.sweeps))
             rec["seconds"].append(dt)
             rec["contacts"].append(sim.n_contacts)
             rec["residual"].append(float(sim.scheme.residual))
+    # seconds per step in the sweeps, in the exchanges after them and waiting there
+    # (the slowest rank's)
+    for key, value in sim.scheme.timers.items():
+        t = (value - timers0[key]) / max(1, len(rec["seconds"]))
+        rec["%s_seconds" % key] = t if comm is None else comm.allreduce(t, op=max_op())
     rec["capped"] = sum(1 for w in caught if w.category.__name__ == "ConvergenceWarning")
     sweeps = np.array(rec["sweeps"], float)
     rec["mean_sweeps"] = float(sweeps.mean())
@@ -169,10 +179,12 @@ def main(argv=None):
                 runs.append(rec)
                 if rank == 0:
                     print("N=%7d %-6s threads=%d ranks=%d: sweeps/step %s%s, contacts %d, "
-                          "%.4f s/step, %.1f ns per contact-sweep"
+                          "%.4f s/step (sweeps %.4f, exchange %.4f, waiting %.4f), "
+                          "%.1f ns per contact-sweep"
                           % (n, solver, threads, rec["ranks"], rec["sweeps"],
                              " (capped at itmax=%d)" % args.itmax if rec["capped"] else "",
-                             rec["contacts"][-1], rec["mean_seconds"],
+                             rec["contacts"][-1], rec["mean_seconds"], rec["sweeps_seconds"],
+                             rec["exchange_seconds"], rec["wait_seconds"],
                              rec["ns_per_contact_sweep"]), flush=True)
     if rank == 0:
         result = {"args": vars(args), "runs": runs}

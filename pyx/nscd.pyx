@@ -327,3 +327,68 @@ def sweep_jacobi(const signed char[::1] kind, const int[::1] ci, const int[::1] 
         if res[c] > rmax:
             rmax = res[c]
     return rmax
+
+
+# ---------------------------------------------------------------- exchange after a sweep
+cdef Py_ssize_t _put_rows(const double[:, ::1] a, const double[:, ::1] b,
+                          const long[::1] rows, double[::1] out, Py_ssize_t o) noexcept nogil:
+    """Rows `rows` of a and of b, side by side, into out from offset o; the next offset."""
+    cdef Py_ssize_t k, x, na = a.shape[1], nb = b.shape[1]
+    for k in range(rows.shape[0]):
+        for x in range(na):
+            out[o + x] = a[rows[k], x]
+        for x in range(nb):
+            out[o + na + x] = b[rows[k], x]
+        o += na + nb
+    return o
+
+
+def pack_border(const double[:, ::1] v, const double[:, ::1] w, const double[:, ::1] ghost_dv,
+                const double[:, ::1] ghost_dw, const long[::1] sel, const long[::1] ghost,
+                int increments, double res, double[::1] out):
+    """The message to one neighbour after a sweep (pdem.nscd.exchange): the velocity rows
+    v, w of the owned rows sel, then (NLGS: increments) the ghost_dv, ghost_dw rows of
+    the ghost rows `ghost` this neighbour owns, then the residual res."""
+    cdef Py_ssize_t o
+    with nogil:
+        o = _put_rows(v, w, sel, out, 0)
+        if increments:
+            o = _put_rows(ghost_dv, ghost_dw, ghost, out, o)
+        out[o] = res
+
+
+def unpack_border(double[:, ::1] v, double[:, ::1] w, double[:, ::1] ghost_dv,
+                  double[:, ::1] ghost_dw, const long[::1] sel, const long[::1] ghost,
+                  int increments, const double[::1] inc):
+    """Apply a neighbour's pack_border message (its sel rows are our `ghost` rows, its
+    ghost rows our `sel` rows): each ghost row gets the owner's velocity plus the
+    increments this rank gave it (ghost_dv, ghost_dw, zeroed), each owned row adds the
+    increments the neighbour gave it; both sides form the same sum v_owner + dv.
+    Returns the neighbour's residual."""
+    cdef Py_ssize_t k, a, o = 0, nv = v.shape[1], nw = w.shape[1]
+    cdef long g
+    with nogil:
+        for k in range(ghost.shape[0]):
+            g = ghost[k]
+            if increments:
+                for a in range(nv):
+                    v[g, a] = inc[o + a] + ghost_dv[g, a]
+                    ghost_dv[g, a] = 0.0
+                for a in range(nw):
+                    w[g, a] = inc[o + nv + a] + ghost_dw[g, a]
+                    ghost_dw[g, a] = 0.0
+            else:
+                for a in range(nv):
+                    v[g, a] = inc[o + a]
+                for a in range(nw):
+                    w[g, a] = inc[o + nv + a]
+            o += nv + nw
+        if increments:
+            for k in range(sel.shape[0]):
+                g = sel[k]
+                for a in range(nv):
+                    v[g, a] = v[g, a] + inc[o + a]
+                for a in range(nw):
+                    w[g, a] = w[g, a] + inc[o + nv + a]
+                o += nv + nw
+    return inc[o]

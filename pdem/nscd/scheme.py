@@ -7,9 +7,11 @@ Simulation.step keeps its order, drift -> neighbours -> velocity update; with NS
 velocity update is, instead of contact forces and kick:
   v += g dt (free degrees of freedom, ghosts included: the same arithmetic as on their
   owners) -> potential contacts from the Verlet lists (pairs, and every wall kind's
-  rows with gap < alert: boundary segments and points, planes, mesh facets) -> NLGS or Jacobi sweeps, ghost velocities exchanged after every sweep
-  and one Allreduce of the residual -> each contact row gets force = impulse / dt, and
-  every particle the sum of its contact forces (for output and wall loads).
+  rows with gap < alert: boundary segments and points, planes, mesh facets) -> NLGS or
+  Jacobi sweeps, ghost velocities and the residual exchanged after every sweep
+  (pdem.nscd.exchange: one round of messages when the ghosts allow it) -> each contact
+  row gets force = impulse / dt, and every particle the sum of its contact forces (for
+  output and wall loads).
 Between steps the positions are at t and the velocities are those the next drift
 uses (Moreau-Jean's end-of-step velocity), as the explicit scheme keeps v(t + dt/2).
 
@@ -42,6 +44,7 @@ from .._kernels import nscd as _k
 from ..contact.flags import NO_RATCH
 from ..errors import InputError
 from ..scheme.base import Scheme, register
+from .exchange import SweepExchange
 from .solve import ContactSolve, exchange_ghost_velocities
 
 SOLVERS = ("nlgs", "jacobi")
@@ -65,10 +68,12 @@ class NSCD(Scheme):
     skin); normal_rule: "seed" or "projected"; relaxation: Jacobi factor in (0, 1]
     (default 1 for the seed rule without friction, else 0.5); overlap_correction:
     fraction beta in [0, 1] of an overlap removed per step (seed: 0).
-    After each step: `sweeps` and `residual` of its solve; `total_sweeps` so far."""
+    After each step: `sweeps` and `residual` of its solve; `total_sweeps` so far;
+    `timers`: seconds spent in the sweeps, the exchanges after them and waiting there."""
     name = "nscd"
     stiffness = False               # materials need friction and restitution only
     lever_flags = NO_RATCH          # torques of the rows from the branch vectors -+r n
+    one_round = True                # the single-round exchange when the ghosts allow it
 
     def __init__(self, solver="nlgs", tol=None, itmax=1000, alert=None, normal_rule="seed",
                  relaxation=None, overlap_correction=0.0):
@@ -85,6 +90,10 @@ class NSCD(Scheme):
         self.overlap_correction = validate.number("NSCD: overlap_correction",
                                                   overlap_correction, 0.0, 1.0, low_open=False)
         self.sweeps, self.residual, self.total_sweeps = 0, 0.0, 0
+        # seconds in the sweep kernels, in the exchanges after them (ghost velocities and
+        # residual) and, of those, waiting for the other ranks (single-round exchange)
+        self.timers = {"sweeps": 0.0, "exchange": 0.0, "wait": 0.0}
+        self._exchange = None
 
     def options(self):
         """The constructor's arguments (with tol and alert as resolved): NSCD(**options)."""
@@ -158,18 +167,29 @@ class NSCD(Scheme):
             self.itmax, st.n_own, beta=self.overlap_correction,
             projected=self.normal_rule == "projected", relax=self._relax, threads=sim.threads,
             any_contacts=any_contacts,
-            end_sweep=lambda res, dv, dw: self._end_sweep(sim, w, res, dv, dw), where=where)
+            end_sweep=lambda res, dv, dw: self._end_sweep(sim, w, res, dv, dw), where=where,
+            timers=self.timers)
         if sim.domain.dim == 2:
             st.angvel[:, 2] = w[:, 0]
         self.total_sweeps += self.sweeps
         return self.sweeps
 
-    @staticmethod
-    def _end_sweep(sim, w, res, ghost_dv, ghost_dw):
-        """Ghost velocities current after a sweep; returns the residual over all ranks."""
+    def _end_sweep(self, sim, w, res, ghost_dv, ghost_dw):
+        """Ghost velocities current after a sweep; returns the residual over all ranks:
+        in one round of messages when the ghosts allow it (pdem.nscd.exchange), else
+        along the ghost swaps and an Allreduce."""
         st = sim.store
         if sim.size == 1 and st.n == st.n_own:
             return res
+        plan = self._exchange
+        if plan is None or plan.swaps is not sim.ghosts.swaps:     # made once per ghost build
+            if plan is not None:
+                plan.free()
+            plan = self._exchange = SweepExchange(sim.ghosts, st.n_own, st.n, st.vel.shape[1],
+                                                  w.shape[1], self.solver == "nlgs",
+                                                  self.timers)
+        if plan.usable and self.one_round:
+            return plan.end_sweep(res, st.vel, w, ghost_dv, ghost_dw)
         exchange_ghost_velocities(sim.ghosts, st.vel, w, st.n_own, ghost_dv, ghost_dw)
         return sim.collective.max(res)
 

@@ -9,6 +9,7 @@ residual itself). NLGS passes the increments it gave to ghost rows, for their ow
 (block Gauss-Seidel); Jacobi passes None (each rank computes the contacts it shares
 with another from identical copies).
 """
+import time
 import warnings
 
 import numpy as np
@@ -72,13 +73,15 @@ class ContactSolve:
 
     def solve(self, solver, v, w, r, m, inv_inertia, dt, tol, itmax, n_owned, beta=0.0,
               projected=False, relax=1.0, threads=1, any_contacts=None,
-              end_sweep=_local_end_sweep, where=""):
+              end_sweep=_local_end_sweep, where="", timers=None):
         """Solve for the velocities v (rows: grains, ghosts after the n_owned owned
         ones) and angular velocities w ((n, 1) in 2D, (n, 3) in 3D) in place; m is the
         mass (inf: a grain with prescribed velocity), inv_inertia 1/I (0: no rotation).
         solver: "nlgs" or "jacobi"; beta: overlap correction; projected: the projected
         normal rule; relax: Jacobi relaxation. any_contacts: whether any rank has a
-        contact (default: this one has); where: prefix of the warning. Returns (sweeps,
+        contact (default: this one has); where: prefix of the warning; timers: a dict
+        whose "sweeps" and "exchange" get the seconds of the sweeps and of end_sweep
+        (the ghost exchange and residual reduction). Returns (sweeps,
         residual) and warns ConvergenceWarning when the residual is still >= tol/dt
         after itmax sweeps."""
         if not (len(self) > 0 if any_contacts is None else any_contacts):
@@ -88,16 +91,23 @@ class ContactSolve:
                    self.pt, threads)
         projected = int(projected)
         res, it = np.inf, 0
+        timers = {} if timers is None else timers
+        t_sweep = t_exchange = 0.0
+        clock = time.perf_counter
         if solver == "nlgs":
             owned = np.zeros(len(v), np.int8)
             owned[:n_owned] = 1
             ghost_dv = np.zeros_like(v)
             ghost_dw = np.zeros_like(w)
             while it < itmax and not res < tol / dt:
+                t0 = clock()
                 res = _k.sweep_nlgs(self.kind, self.ci, self.cj, self.normal, self.vb, self.W,
                                     self.wt, self.target, v, w, r, m, inv_inertia, self.mu,
                                     projected, self.pn, self.pt, owned, ghost_dv, ghost_dw)
+                t1 = clock()
                 res = end_sweep(res, ghost_dv, ghost_dw)
+                t_sweep += t1 - t0
+                t_exchange += clock() - t1
                 it += 1
         else:
             # each grain's contacts in contact order: entry 2 c + side (side 1: body j)
@@ -106,12 +116,18 @@ class ContactSolve:
             inc = np.empty((len(self), 12))
             res_c = np.empty(len(self))
             while it < itmax and not res < tol / dt:
+                t0 = clock()
                 res = _k.sweep_jacobi(self.kind, self.ci, self.cj, self.normal, self.vb,
                                       self.W, self.wt, self.target, v, w, r, m, inv_inertia,
                                       self.mu, projected, relax, self.pn, self.pt, start,
                                       entry, inc, res_c, n_owned, threads)
+                t1 = clock()
                 res = end_sweep(res, None, None)
+                t_sweep += t1 - t0
+                t_exchange += clock() - t1
                 it += 1
+        timers["sweeps"] = timers.get("sweeps", 0.0) + t_sweep
+        timers["exchange"] = timers.get("exchange", 0.0) + t_exchange
         if not res < tol / dt:
             warnings.warn(ConvergenceWarning(
                 "%s%s: no convergence in itmax=%d sweeps: largest velocity correction %.6g "

@@ -171,3 +171,20 @@ def test_empty_ranks_take_part():
     assert max(run(ref, 1)) > 0
     run(par, 1)
     np.testing.assert_array_equal(state(par)["position"], state(ref)["position"])
+
+
+@pytest.mark.mpi(min_size=1)
+@pytest.mark.parametrize("solver", ["nlgs", "jacobi"])
+def test_one_round_exchange_same_bits_as_ghost_swaps(solver):
+    """The exchange after each sweep in one message per neighbour (pdem.nscd.exchange:
+    the owner's v + dv formed on both sides) gives the same bits as the reverse and
+    forward ghost swaps plus an Allreduce, with friction and grains crossing the cut."""
+    comm = MPI.COMM_WORLD
+    one, swaps = scene_2d(comm, solver, 0.3), scene_2d(comm, solver, 0.3)
+    swaps.scheme.one_round = False
+    assert run(one, 25) == run(swaps, 25)
+    got, want = state(one), state(swaps)
+    for k in want:
+        np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+    if comm.size == 2:                    # one cut along x: the single round applies
+        assert one.scheme._exchange.usable and comm.allreduce(one.n_migrated) > 0
