@@ -17,15 +17,17 @@ the sender's residual too; when every rank's neighbours are all the other ranks 
 ranks) the maximum over the received residuals is the global one and the Allreduce is
 left out, otherwise an Iallreduce runs during the round. The plan (index lists,
 buffers, persistent requests) is made once per ghost build and reused by every sweep.
-The round is completed by wait_all, which sleeps between tests once a short spin has
-not seen the messages: on a machine with more processes than cores, a rank spinning in
-MPI_Waitall holds the core its neighbour needs (measured on 2 shared cores: 4 to 30 times
+The round is completed by wait_all, which sleeps between tests once a spin (1 ms with a
+core per rank, 20 us with more ranks on the node than cores) has not seen the messages:
+on a machine with more processes than cores, a rank spinning in MPI_Waitall holds the
+core its neighbour needs (measured on 2 shared cores: 4 to 30 times
 faster on 2 ranks, docs/nscd.md).
 
 Jacobi sends velocities only (no increments: each rank computes the contacts it
 shares from identical copies), in the same single round.
 """
 import math
+import os
 import time
 
 import numpy as np
@@ -34,17 +36,29 @@ from mpi4py import MPI
 from .._kernels import nscd as _k
 
 TAG = 700
-SPIN, NAP = 2e-5, 1e-5          # wait_all: seconds of busy polling, then of each sleep
+# wait_all: seconds of busy polling (a core per rank: load imbalance of a sweep; more
+# ranks than cores: a neighbour on its own core answers within microseconds), then of
+# each sleep
+SPIN, SPIN_SHARED, NAP = 1e-3, 2e-5, 1e-5
 
 
-def wait_all(requests):
-    """Complete the requests: test them for up to SPIN seconds (a neighbour on its own
-    core answers within microseconds), then test after each sleep of NAP seconds, which
-    leaves the core to the other processes when there are more of them than cores (a
-    rank spinning in MPI_Waitall takes the time slices its neighbour needs to answer)."""
+def oversubscribed(comm):
+    """True when this node runs more ranks than the cores this process may use (a
+    collective call over `comm`; the same answer on the node's ranks)."""
+    local = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    ranks = local.Get_size()
+    local.Free()
+    return ranks > len(os.sched_getaffinity(0))
+
+
+def wait_all(requests, spin):
+    """Complete the requests: test them for up to `spin` seconds, then after each sleep
+    of NAP seconds, which leaves the core to the other processes when there are more of
+    them than cores (a rank spinning in MPI_Waitall takes the time slices its neighbour
+    needs to answer)."""
     if MPI.Request.Testall(requests):
         return
-    end = time.perf_counter() + SPIN
+    end = time.perf_counter() + spin
     while time.perf_counter() < end:
         if MPI.Request.Testall(requests):
             return
@@ -87,6 +101,9 @@ class SweepExchange:
         dec.cart.Allreduce(MPI.IN_PLACE, flags, op=MPI.MAX)
         self.usable = flags[0] == 0.0
         self.local_max = flags[1] == 0.0      # the neighbours are all the other ranks
+        if not hasattr(dec, "oversubscribed"):
+            dec.oversubscribed = oversubscribed(dec.cart)
+        self.spin = SPIN_SHARED if dec.oversubscribed else SPIN
         if not self.usable:
             return
         width = nv + nw
@@ -128,7 +145,8 @@ class SweepExchange:
             total = np.array([res])
             reduce_req = self.cart.Iallreduce(MPI.IN_PLACE, total, op=MPI.MAX)
         clock = time.perf_counter()
-        wait_all(self.requests if reduce_req is None else self.requests + [reduce_req])
+        wait_all(self.requests if reduce_req is None else self.requests + [reduce_req],
+                 self.spin)
         if reduce_req is not None:
             res = float(total[0])
         self.timers["wait"] += time.perf_counter() - clock
