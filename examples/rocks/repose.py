@@ -9,7 +9,7 @@ domain and is removed. The heap's free surface (the highest point of the
 bodies in bins along x) is fitted by a line on each flank; the angle of repose is the
 mean of the two. The same run with spheres of the rocks' volume-equivalent radii.
 
-    python examples/rocks/repose.py --out results/repose [--rocks 1200] [--tray 0.08] [--quick]
+    python examples/rocks/repose.py --out results/repose [--rocks 3000] [--tray 0.12] [--quick]
     python examples/rocks/repose.py --plot results/repose     # pictures into docs/
 
 Writes <out>/<shape>.npz (final bodies: centres, radii, mesh, profile) and
@@ -227,11 +227,11 @@ def plot(out, docs):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="results/repose")
-    ap.add_argument("--rocks", type=int, default=1200)
+    ap.add_argument("--rocks", type=int, default=3000)
     ap.add_argument("--shape", choices=("rocks", "spheres", "both"), default="both")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--tray", type=float, default=0.08, help="the tray's half-width (m)")
+    ap.add_argument("--tray", type=float, default=0.12, help="the tray's half-width (m)")
     ap.add_argument("--plot", metavar="OUT", help="only draw the pictures of a finished run")
     a = ap.parse_args()
     if a.plot:
