@@ -174,3 +174,26 @@ def test_pooled_rows_same_bits(threads):
     assert got[1][3] < got[2][3]
     assert np.array_equal(pool.slot, sc_1.pool.slot)
     assert np.array_equal(pool.state, sc_1.pool.state)
+
+
+def test_pairs_through_images_of_a_sheared_cell():
+    """A pair's relative position is x_b - x_a + H (image_b - image_a) (H with an
+    off-diagonal term; the screening takes a precomputed H 0 for pairs in the same
+    image): the normal and the overlap of every forming pair, against numpy."""
+    rng = np.random.default_rng(5)
+    m = 200
+    sc = PairScene(rng, m, True)
+    sc.image[1::2][: m // 2] = 0                      # half the pairs in one image
+    H = np.array([[L, 0.7, 0.0], [0.0, L, -0.3], [0.0, 0.0, L]])
+    cell = np.ascontiguousarray(np.vstack([H, np.zeros((3, 3))]))
+    rs = sc.radius[0::2] + sc.radius[1::2]
+    d = unit_rows(rng, m) * (rs * rng.uniform(0.97, 0.999, m))[:, None]
+    sc.pos[0::2] = sc.base
+    sc.pos[1::2] = sc.base + d - sc.image[1::2] @ H.T
+    ck.sphere_sphere(sc.i1, sc.i2, sc.pos, sc.image, cell, sc.vel, sc.angvel, sc.radius,
+                     sc.mass, sc.material, sc.table, 2, 1e-3, 0, sc.active, sc.state, 1)
+    x2 = sc.pos[1::2] - sc.pos[0::2] + (sc.image[1::2] - sc.image[0::2]) @ H.T
+    dist = np.linalg.norm(x2, axis=1)
+    assert sc.active.all()
+    assert np.allclose(sc.state[:, 0:3], x2 / dist[:, None], rtol=0, atol=1e-13)
+    assert np.allclose(sc.state[:, 9], dist - rs, rtol=0, atol=1e-13)
