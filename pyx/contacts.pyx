@@ -568,6 +568,25 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
         block_finish(nb, &blk, i1, i2, B, dt, flags, active, state, slot, fr, worst, S)
 
 
+cdef int bodies_init(Bodies* B, const double[:, ::1] pos, const double[:, ::1] vel,
+                     const double[:, ::1] angvel, const double[::1] radius,
+                     const double[::1] mass, const int[::1] material,
+                     const double[:, ::1] pair_table, int n_materials,
+                     double[:, ::1] energy, Py_ssize_t m) except -1:
+    """The particle arrays and laws of a kernel call (m > 0 rows) into B."""
+    B.pos = &pos[0, 0]
+    B.vel = &vel[0, 0]
+    B.angvel = &angvel[0, 0]
+    B.radius = &radius[0]
+    B.mass = &mass[0]
+    B.material = &material[0]
+    B.pair_table = &pair_table[0, 0]
+    B.n_materials = n_materials
+    B.sticky = any_reach(pair_table)
+    B.energy = _energy_rows(energy, m)
+    return 0
+
+
 @cython.boundscheck(False)
 @cython.wraparound(False)
 def sphere_sphere(const int[::1] i1, const int[::1] i2,
@@ -614,20 +633,12 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
             or state.shape[1] != S_NCOLS or pair_table.shape[1] != P_NCOLS):
         raise ValueError("pair arrays: %d pairs, state (%d, %d), pair table width %d"
                          % (m, state.shape[0], state.shape[1], pair_table.shape[1]))
-    B.pos = &pos[0, 0]
+    bodies_init(&B, pos, vel, angvel, radius, mass, material, pair_table, n_materials,
+                energy, m)
     B.image = &image[0, 0]
     B.cell = &cell[0, 0]
     B.moving = cell_moving(B.cell)
-    B.vel = &vel[0, 0]
-    B.angvel = &angvel[0, 0]
-    B.radius = &radius[0]
-    B.mass = &mass[0]
-    B.material = &material[0]
-    B.pair_table = &pair_table[0, 0]
-    B.n_materials = n_materials
     B.periodic = periodic
-    B.sticky = any_reach(pair_table)
-    B.energy = _energy_rows(energy, m)
     S.owner1 = &owner1[0] if sums else NULL
     S.owner2 = &owner2[0] if sums else NULL
     S.f = &f_out[0, 0] if sums and f_out.shape[0] else NULL
@@ -795,16 +806,8 @@ def sphere_plane(const int[::1] particle, const int[::1] plane,
             or state.shape[1] != S_NCOLS or pair_table.shape[1] != P_NCOLS):
         raise ValueError("plane rows: %d rows, state (%d, %d), pair table width %d"
                          % (m, state.shape[0], state.shape[1], pair_table.shape[1]))
-    B.pos = &pos[0, 0]
-    B.vel = &vel[0, 0]
-    B.angvel = &angvel[0, 0]
-    B.radius = &radius[0]
-    B.mass = &mass[0]
-    B.material = &material[0]
-    B.pair_table = &pair_table[0, 0]
-    B.n_materials = n_materials
-    B.sticky = any_reach(pair_table)
-    B.energy = _energy_rows(energy, m)
+    bodies_init(&B, pos, vel, angvel, radius, mass, material, pair_table, n_materials,
+                energy, m)
     W.particle = &particle[0]
     W.plane = &plane[0]
     W.point = &plane_point[0, 0]
