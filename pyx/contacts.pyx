@@ -111,7 +111,9 @@ cdef enum:
     B_R2 = 26
     B_M1 = 27         # masses
     B_M2 = 28
-    B_NIN = 29
+    B_N = 29          # plane contacts: the plane's normal (3) and u_n, given
+    B_UN = 32
+    B_NIN = 33
     O_C = 0           # block outputs: contact point c (3), n (3), u_n, T(t) (9),
     O_N = 3           # udot (3), phidot (3), normal rate vn, ok = 0 when the mid-step
     O_UN = 6          # Slerp needs the quaternion route, m*, R*, overlap / smaller radius
@@ -203,10 +205,12 @@ cdef inline m33 cmld(double (*col)[NB], int i, int j) noexcept nogil:
     return m
 
 
-cdef inline void block_loop(int nb, Block* blk, double dt, int flags) noexcept nogil:
+cdef inline void block_loop(int nb, Block* blk, double dt, int flags, bint plane) noexcept nogil:
     """L6Geom update (seed 000) of the nb pairs of a block, column in, column out: the
     loop the C compiler vectorizes when `flags` is a constant (block_geometry). Pairs
-    that form this step are computed too (from stale frames) and ignored."""
+    that form this step are computed too (from stale frames) and ignored. plane: sphere-
+    plane contacts (body 1 the plane: radius 0, no spin, infinite mass) whose normal and
+    u_n are given (B_N, B_UN), as sphere_plane's scalar route takes them."""
     cdef int j
     cdef v3 x2, n, c, w1, w2, vr2, udot, phidot
     cdef m33 Tp, Tc
@@ -219,10 +223,15 @@ cdef inline void block_loop(int nb, Block* blk, double dt, int flags) noexcept n
         x2 = cld(bin, B_X2, j)
         r1 = bin[B_R1][j]
         r2 = bin[B_R2][j]
-        dist = sqrt(bin[B_DIST2][j])
-        n = vscale(x2, 1.0 / dist)
-        un = dist - (r1 + r2)
-        c = vscale(n, r1 + 0.5 * un)
+        if plane:
+            n = cld(bin, B_N, j)
+            un = bin[B_UN][j]
+            c = vscale(n, 0.5 * un)
+        else:
+            dist = sqrt(bin[B_DIST2][j])
+            n = vscale(x2, 1.0 / dist)
+            un = dist - (r1 + r2)
+            c = vscale(n, r1 + 0.5 * un)
         Tp = cmld(bin, B_T, j)
         w1 = cld(bin, B_W1, j)
         w2 = cld(bin, B_W2, j)
@@ -238,24 +247,36 @@ cdef inline void block_loop(int nb, Block* blk, double dt, int flags) noexcept n
         cst(bout, O_UDOT, j, udot)
         cst(bout, O_PHIDOT, j, phidot)
         bout[O_VN][j] = vn
-        bout[O_MEFF][j] = bin[B_M1][j] * bin[B_M2][j] / (bin[B_M1][j] + bin[B_M2][j])
-        bout[O_REFF][j] = r1 * r2 / (r1 + r2)
-        bout[O_RATIO][j] = -un / (r1 if r1 < r2 else r2)
+        if plane:
+            bout[O_MEFF][j] = bin[B_M2][j]
+            bout[O_REFF][j] = r2
+            bout[O_RATIO][j] = -un / r2
+        else:
+            bout[O_MEFF][j] = bin[B_M1][j] * bin[B_M2][j] / (bin[B_M1][j] + bin[B_M2][j])
+            bout[O_REFF][j] = r1 * r2 / (r1 + r2)
+            bout[O_RATIO][j] = -un / (r1 if r1 < r2 else r2)
 
 
-cdef void block_geometry(int nb, Block* blk, double dt, int flags) noexcept nogil:
+cdef void block_geometry(int nb, Block* blk, double dt, int flags, bint plane=False) noexcept nogil:
     """block_loop with the flags as a compile-time constant for the default L6Geom, for
     NO_RATCH and for the approximate mid-step normal and transformation, so that the
     flag tests fold away and the loop vectorizes (a loop with branches does not); any
     other combination of flags runs the same loop unvectorized."""
-    if flags == 0:
-        block_loop(nb, blk, dt, 0)
+    if plane:
+        if flags == 0:
+            block_loop(nb, blk, dt, 0, True)
+        elif flags == NO_RATCH:
+            block_loop(nb, blk, dt, NO_RATCH, True)
+        else:
+            block_loop(nb, blk, dt, flags, True)
+    elif flags == 0:
+        block_loop(nb, blk, dt, 0, False)
     elif flags == NO_RATCH:
-        block_loop(nb, blk, dt, NO_RATCH)
+        block_loop(nb, blk, dt, NO_RATCH, False)
     elif flags == APPROX_MID_NORMAL | APPROX_MID_TRSF:
-        block_loop(nb, blk, dt, APPROX_MID_NORMAL | APPROX_MID_TRSF)
+        block_loop(nb, blk, dt, APPROX_MID_NORMAL | APPROX_MID_TRSF, False)
     else:
-        block_loop(nb, blk, dt, flags)
+        block_loop(nb, blk, dt, flags, False)
 
 
 # State pool (pooled batches). A thread writes the pairs that form in its range to rows
@@ -465,30 +486,27 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
     cdef const double* radius = B.radius
     cdef const double* mass = B.mass
     cdef const int* image = B.image
-    cdef const int* owner2 = S.owner2
-    cdef double* fsum = S.f
-    cdef double* tsum = S.t
     cdef const double* H = B.cell
     cdef bint periodic = B.periodic
     cdef bint sticky = B.sticky
+    cdef int d0, d1, d2
+    cdef v3 shift0 = image_shift(H, 0, 0, 0)
     bin = blk.inp
     for k in range(k0, k1):
         if k + PREFETCH_AHEAD < k1:
-            # start the memory reads of a candidate further on: particle 2's data, its
-            # force sums, and its contact row when the pair was in contact last step
+            # start the memory reads of a candidate further on: particle 2's position
+            # and images, and its contact row when the pair was in contact last step
             # (else this pair's row, already in cache: an address select, not an
-            # unpredictable branch). Not in a function of its own: GCC drops a call
+            # unpredictable branch). Particle 2's velocities and force sums are not
+            # prefetched: most candidates do not touch (chute: 4 in 5), and their
+            # prefetches cost more than the misses of the touching pairs (partners
+            # are near in memory). Not in a function of its own: GCC drops a call
             # that only prefetches as free of side effects.
             kp = k + PREFETCH_AHEAD
             b = i2[kp]
             prefetch(pos + 3 * b)
-            prefetch(vel + 3 * b)
-            prefetch(angvel + 3 * b)
             if periodic:
                 prefetch(image + 3 * b)
-            if owner2 != NULL and owner2[kp] >= 0:
-                prefetch(fsum + 3 * owner2[kp])
-                prefetch(tsum + 3 * owner2[kp])
             if slot == NULL:
                 row = state + (kp if active[kp] else k) * S_NCOLS
             else:
@@ -501,9 +519,11 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
         b = i2[k]
         x2 = vsub(vld(pos + 3 * b), vld(pos + 3 * a))
         if periodic:
-            x2 = vadd(x2, image_shift(H, image[3 * b] - image[3 * a],
-                                      image[3 * b + 1] - image[3 * a + 1],
-                                      image[3 * b + 2] - image[3 * a + 2]))
+            d0 = image[3 * b] - image[3 * a]
+            d1 = image[3 * b + 1] - image[3 * a + 1]
+            d2 = image[3 * b + 2] - image[3 * a + 2]
+            # most pairs are in the same image: H 0, computed once (the same bits)
+            x2 = vadd(x2, image_shift(H, d0, d1, d2) if d0 | d1 | d2 else shift0)
         dist2 = vdot(x2, x2)
         rs = radius[a] + radius[b]
         if dist2 >= rs * rs and not (
@@ -546,6 +566,25 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
             nb = 0
     if nb:
         block_finish(nb, &blk, i1, i2, B, dt, flags, active, state, slot, fr, worst, S)
+
+
+cdef int bodies_init(Bodies* B, const double[:, ::1] pos, const double[:, ::1] vel,
+                     const double[:, ::1] angvel, const double[::1] radius,
+                     const double[::1] mass, const int[::1] material,
+                     const double[:, ::1] pair_table, int n_materials,
+                     double[:, ::1] energy, Py_ssize_t m) except -1:
+    """The particle arrays and laws of a kernel call (m > 0 rows) into B."""
+    B.pos = &pos[0, 0]
+    B.vel = &vel[0, 0]
+    B.angvel = &angvel[0, 0]
+    B.radius = &radius[0]
+    B.mass = &mass[0]
+    B.material = &material[0]
+    B.pair_table = &pair_table[0, 0]
+    B.n_materials = n_materials
+    B.sticky = any_reach(pair_table)
+    B.energy = _energy_rows(energy, m)
+    return 0
 
 
 @cython.boundscheck(False)
@@ -594,20 +633,12 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
             or state.shape[1] != S_NCOLS or pair_table.shape[1] != P_NCOLS):
         raise ValueError("pair arrays: %d pairs, state (%d, %d), pair table width %d"
                          % (m, state.shape[0], state.shape[1], pair_table.shape[1]))
-    B.pos = &pos[0, 0]
+    bodies_init(&B, pos, vel, angvel, radius, mass, material, pair_table, n_materials,
+                energy, m)
     B.image = &image[0, 0]
     B.cell = &cell[0, 0]
     B.moving = cell_moving(B.cell)
-    B.vel = &vel[0, 0]
-    B.angvel = &angvel[0, 0]
-    B.radius = &radius[0]
-    B.mass = &mass[0]
-    B.material = &material[0]
-    B.pair_table = &pair_table[0, 0]
-    B.n_materials = n_materials
     B.periodic = periodic
-    B.sticky = any_reach(pair_table)
-    B.energy = _energy_rows(energy, m)
     S.owner1 = &owner1[0] if sums else NULL
     S.owner2 = &owner2[0] if sums else NULL
     S.f = &f_out[0, 0] if sums and f_out.shape[0] else NULL
@@ -627,6 +658,120 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
     return _worst(worst)
 
 
+cdef struct Planes:
+    # the sphere-plane rows (particle, plane) and the planes' arrays
+    const int* particle
+    const int* plane
+    const double* point
+    const double* normal
+    const double* vel
+    const int* material
+
+
+cdef void plane_finish(int nb, Block* blk, const Bodies* B, const Planes* W, double dt,
+                       int flags, signed char* active, double* state, double* worst,
+                       const Sums* S) noexcept nogil:
+    """block_finish for sphere-plane rows (plane = body 1): the block's geometry, then per
+    row in row order the increments and the law (the scalar route for rows that form and
+    for turns beyond 90 degrees), the wall's work, the worst overlap and the in-pass sums
+    (the particle's owner in S.owner2)."""
+    cdef int j, q
+    cdef Py_ssize_t k
+    cdef double r, un
+    cdef double* row
+    cdef const double* P
+    cdef double* E = NULL
+    cdef v3 u, phi, udot, phidot, c
+    cdef Load L
+    cdef double (*bin)[NB]
+    cdef double (*bout)[NB]
+    cdef double worst_ratio = worst[0], worst_k = worst[1], ratio
+    bin = blk.inp
+    bout = blk.out
+    block_geometry(nb, blk, dt, flags, True)
+    for j in range(nb):
+        k = blk.k[j]
+        row = state + k * S_NCOLS
+        r = bin[B_R2][j]
+        un = bout[O_UN][j]
+        c = cld(bout, O_C, j)
+        P = B.pair_table + (W.material[W.plane[k]] * B.n_materials
+                            + B.material[W.particle[k]]) * P_NCOLS
+        if B.energy != NULL:
+            E = B.energy + k * E_NCOLS
+        if active[k] == 0 or bout[O_OK][j] == 0.0:
+            L = contact_update(c, cld(bout, O_N, j), un, cld(bin, B_X2, j), cld(bin, B_V1, j),
+                               cld(bin, B_V2, j), V(0.0, 0.0, 0.0), cld(bin, B_W2, j), 0.0, r,
+                               bout[O_MEFF][j], r, P, dt, flags, active + k, row, E)
+        else:
+            u = vld(row + S_U)
+            phi = vld(row + S_PHI)
+            udot = cld(bout, O_UDOT, j)
+            phidot = cld(bout, O_PHIDOT, j)
+            l6_advance(un, bout[O_VN][j], dt, &u, &phi, &udot, &phidot)
+            L = contact_law(P, bout[O_MEFF][j], r, cmld(bout, O_T, j), u, phi, vld(row + S_U0),
+                            vld(row + S_PHI0), udot, phidot, row, E, dt)
+        wall_work(E, L, c, cld(bin, B_V1, j), V(0.0, 0.0, 0.0), dt)
+        ratio = bout[O_RATIO][j]
+        if not (ratio <= worst_ratio) and worst_ratio == worst_ratio:   # a NaN stays
+            worst_ratio = ratio
+            worst_k = k
+        if S.owner2 != NULL:
+            q = S.owner2[k]
+            add_row(S.f + 3 * q, S.t + 3 * q, row, 2, r, flags)
+    worst[0] = worst_ratio
+    worst[1] = worst_k
+
+
+cdef void plane_range(Py_ssize_t k0, Py_ssize_t k1, const Bodies* B, const Planes* W,
+                      double dt, int flags, signed char* active, double* state,
+                      double* worst, const Sums* S, bint blocks) noexcept nogil:
+    """Sphere-plane rows k0 .. k1-1: screening, then blocks of touching rows (blocks of
+    one row when `blocks` is False). Rows that do not touch get active = 0."""
+    cdef Block blk
+    cdef double (*bin)[NB]
+    cdef Py_ssize_t k
+    cdef int nb = 0, p, w, i
+    cdef int full = NB if blocks else 1
+    cdef double d, r
+    cdef v3 n
+    cdef const double* row
+    cdef const double* P
+    bin = blk.inp
+    for k in range(k0, k1):
+        p = W.particle[k]
+        w = W.plane[k]
+        r = B.radius[p]
+        n = vld(W.normal + 3 * w)
+        d = vdot(vsub(vld(B.pos + 3 * p), vld(W.point + 3 * w)), n)
+        P = B.pair_table + (W.material[w] * B.n_materials + B.material[p]) * P_NCOLS
+        if d >= r and not (B.sticky and active[k] and held(P, 0.0, r, d - r)):
+            if B.energy != NULL and active[k]:
+                opened(P, r, state + k * S_NCOLS, B.energy + k * E_NCOLS)
+            active[k] = 0
+            continue
+        blk.k[nb] = k
+        cst(bin, B_X2, nb, vscale(n, d))      # sphere centre relative to the foot point
+        cst(bin, B_N, nb, n)
+        bin[B_UN][nb] = d - r
+        bin[B_R1][nb] = 0.0
+        bin[B_R2][nb] = r
+        bin[B_M2][nb] = B.mass[p]
+        cst(bin, B_V1, nb, vld(W.vel + 3 * w))
+        cst(bin, B_V2, nb, vld(B.vel + 3 * p))
+        cst(bin, B_W1, nb, V(0.0, 0.0, 0.0))
+        cst(bin, B_W2, nb, vld(B.angvel + 3 * p))
+        row = state + k * S_NCOLS + S_T
+        for i in range(9):
+            bin[B_T + i][nb] = row[i]
+        nb += 1
+        if nb == full:
+            plane_finish(nb, &blk, B, W, dt, flags, active, state, worst, S)
+            nb = 0
+    if nb:
+        plane_finish(nb, &blk, B, W, dt, flags, active, state, worst, S)
+
+
 @cython.boundscheck(False)
 @cython.wraparound(False)
 def sphere_plane(const int[::1] particle, const int[::1] plane,
@@ -639,53 +784,43 @@ def sphere_plane(const int[::1] particle, const int[::1] plane,
                  double dt, int flags,
                  signed char[::1] active, double[:, ::1] state, int n_threads,
                  const int[::1] wall_owner=None, double[:, ::1] f_out=None,
-                 double[:, ::1] t_out=None, double[:, ::1] energy=None):
+                 double[:, ::1] t_out=None, double[:, ::1] energy=None, bint blocks=True):
     """Plane = body 1 (equivalent sphere of radius 0 at the foot of the perpendicular,
     infinite mass, no rotation), sphere = body 2; the plane pushes along its normal.
+    The touching rows go in vector blocks as sphere pairs do (blocks=False: one row at
+    a time, the same bits; for tests).
 
     In-pass sums (n_threads = 1, after the in-pass `sphere_sphere`): with wall_owner,
     f_out, t_out as for `scatter`, each active contact is added to its particle (f_out,
     t_out are not zeroed) in contact order, as `scatter` does."""
-    cdef Py_ssize_t m = particle.shape[0], k
-    cdef int p, w, tid, nt = max(1, n_threads)
+    cdef Py_ssize_t m = particle.shape[0]
+    cdef int t, nt = max(1, n_threads)
     cdef int sums = _sums_args(nt, f_out, t_out, wall_owner, wall_owner, m, pos.shape[0])
-    cdef v3 x2, n
-    cdef double d, un, ratio, r
     cdef double[:, ::1] worst = _worst_init(nt)
-    cdef bint sticky = any_reach(pair_table)
-    cdef double* energy_rows = _energy_rows(energy, m)
-    cdef double* E
-    cdef Load L
-    for k in prange(m, nogil=True, schedule='static', num_threads=nt):
-        p = particle[k]
-        w = plane[k]
-        r = radius[p]
-        n = vld(&plane_normal[w, 0])
-        d = vdot(vsub(vld(&pos[p, 0]), vld(&plane_point[w, 0])), n)
-        if d >= r and not (sticky and active[k] and held(
-                &pair_table[plane_material[w] * n_materials + material[p], 0], 0.0, r, d - r)):
-            if energy_rows != NULL and active[k]:
-                opened(&pair_table[plane_material[w] * n_materials + material[p], 0], r,
-                       &state[k, 0], energy_rows + k * E_NCOLS)
-            active[k] = 0
-            continue
-        un = d - r
-        x2 = vscale(n, d)                     # sphere centre relative to the foot point
-        E = NULL if energy_rows == NULL else energy_rows + k * E_NCOLS
-        L = contact_update(vscale(n, 0.5 * un), n, un, x2, vld(&plane_vel[w, 0]),
-                           vld(&vel[p, 0]), V(0.0, 0.0, 0.0), vld(&angvel[p, 0]), 0.0, r,
-                           mass[p], r, &pair_table[plane_material[w] * n_materials
-                                                   + material[p], 0], dt,
-                           flags, &active[k], &state[k, 0], E)
-        wall_work(E, L, vscale(n, 0.5 * un), vld(&plane_vel[w, 0]), V(0.0, 0.0, 0.0), dt)
-        ratio = -un / r
-        tid = threadid()
-        if not (ratio <= worst[tid, 0]) and worst[tid, 0] == worst[tid, 0]:
-            worst[tid, 0] = ratio
-            worst[tid, 1] = k
-        if sums:
-            p = wall_owner[k]
-            add_row(&f_out[p, 0], &t_out[p, 0], &state[k, 0], 2, r, flags)
+    cdef Bodies B
+    cdef Planes W
+    cdef Sums S
+    if m == 0:
+        return _worst(worst)
+    if (plane.shape[0] < m or active.shape[0] < m or state.shape[0] < m
+            or state.shape[1] != S_NCOLS or pair_table.shape[1] != P_NCOLS):
+        raise ValueError("plane rows: %d rows, state (%d, %d), pair table width %d"
+                         % (m, state.shape[0], state.shape[1], pair_table.shape[1]))
+    bodies_init(&B, pos, vel, angvel, radius, mass, material, pair_table, n_materials,
+                energy, m)
+    W.particle = &particle[0]
+    W.plane = &plane[0]
+    W.point = &plane_point[0, 0]
+    W.normal = &plane_normal[0, 0]
+    W.vel = &plane_vel[0, 0]
+    W.material = &plane_material[0]
+    S.owner1 = NULL
+    S.owner2 = &wall_owner[0] if sums else NULL
+    S.f = &f_out[0, 0] if sums and f_out.shape[0] else NULL
+    S.t = &t_out[0, 0] if sums and t_out.shape[0] else NULL
+    for t in prange(nt, nogil=True, schedule='static', num_threads=nt):
+        plane_range(m * t // nt, m * (t + 1) // nt, &B, &W, dt, flags, &active[0],
+                    &state[0, 0], &worst[t, 0], &S, blocks)
     return _worst(worst)
 
 

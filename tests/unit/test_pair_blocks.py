@@ -174,3 +174,100 @@ def test_pooled_rows_same_bits(threads):
     assert got[1][3] < got[2][3]
     assert np.array_equal(pool.slot, sc_1.pool.slot)
     assert np.array_equal(pool.state, sc_1.pool.state)
+
+
+def test_pairs_through_images_of_a_sheared_cell():
+    """A pair's relative position is x_b - x_a + H (image_b - image_a) (H with an
+    off-diagonal term; the screening takes a precomputed H 0 for pairs in the same
+    image): the normal and the overlap of every forming pair, against numpy."""
+    rng = np.random.default_rng(5)
+    m = 200
+    sc = PairScene(rng, m, True)
+    sc.image[1::2][: m // 2] = 0                      # half the pairs in one image
+    H = np.array([[L, 0.7, 0.0], [0.0, L, -0.3], [0.0, 0.0, L]])
+    cell = np.ascontiguousarray(np.vstack([H, np.zeros((3, 3))]))
+    rs = sc.radius[0::2] + sc.radius[1::2]
+    d = unit_rows(rng, m) * (rs * rng.uniform(0.97, 0.999, m))[:, None]
+    sc.pos[0::2] = sc.base
+    sc.pos[1::2] = sc.base + d - sc.image[1::2] @ H.T
+    ck.sphere_sphere(sc.i1, sc.i2, sc.pos, sc.image, cell, sc.vel, sc.angvel, sc.radius,
+                     sc.mass, sc.material, sc.table, 2, 1e-3, 0, sc.active, sc.state, 1)
+    x2 = sc.pos[1::2] - sc.pos[0::2] + (sc.image[1::2] - sc.image[0::2]) @ H.T
+    dist = np.linalg.norm(x2, axis=1)
+    assert sc.active.all()
+    assert np.allclose(sc.state[:, 0:3], x2 / dist[:, None], rtol=0, atol=1e-13)
+    assert np.allclose(sc.state[:, 9], dist - rs, rtol=0, atol=1e-13)
+
+
+
+def plane_steps(blocks, flags, threads=1):
+    """Sphere-plane rows through sphere_plane: m spheres, each near one of 6 moving
+    planes (the scene's two materials); formation, then the planes' normals turned by 0
+    to 150 degrees (frames through every Slerp route; some rows separate), then a small
+    move. Returns each step's worst overlap, sums and rows in contact, the final active
+    flags and state, and the scene with its first step's rows."""
+    rng = np.random.default_rng(7)
+    m = 300
+    sc = PairScene(rng, m // 2, False)          # the scene's materials and particles
+    particle = np.arange(m, dtype=np.int32)
+    plane = (particle % 6).astype(np.int32)
+    point = rng.uniform(-1, 1, (6, 3))
+    normal = unit_rows(rng, 6)
+    pvel = rng.normal(0, 0.2, (6, 3))
+    pmat = np.array([0, 1, 0, 1, 0, 1], np.int32)
+    gap = rng.uniform(0.97, 1.01, m)
+    lateral = rng.normal(0, 1.0, (m, 3))
+    vel, angvel = rng.normal(0, 0.3, (m, 3)), rng.normal(0, 5.0, (m, 3))
+    active, state = np.zeros(m, np.int8), np.zeros((m, 27))
+    out, scene = [], None
+    for step in range(3):
+        if step == 1:
+            angles = np.array([1e-4, 0.02, 0.6, 1.2, 1.8, 2.6])   # radians
+            normal = np.array([rotation(unit_rows(rng, 1)[0], a) @ v
+                               for a, v in zip(angles, normal)])
+            gap = gap * rng.uniform(0.985, 1.004, m)
+        if step == 2:
+            gap = gap * 0.99
+        n = normal[plane]
+        tang = lateral - np.einsum("ij,ij->i", lateral, n)[:, None] * n
+        pos = point[plane] + tang + n * (sc.radius * gap)[:, None]
+        f, t = np.zeros((m, 3)), np.zeros((m, 3))
+        sums = (particle, f, t) if threads == 1 else ()
+        worst = ck.sphere_plane(particle, plane, pos, vel, angvel, sc.radius, sc.mass,
+                                sc.material, point, np.ascontiguousarray(normal), pvel, pmat,
+                                sc.table, 2, 1e-3, flags, active, state, threads, *sums,
+                                blocks=blocks)
+        out.append((worst, f, t, int(active.sum())))
+        if step == 0:
+            scene = dict(pos=pos.copy(), n=n, point=point[plane], state=state.copy(),
+                         active=active.copy(), kn=sc.table[pmat[plane] * 2 + sc.material,
+                                                           ck.law_columns()["kn0"]],
+                         radius=sc.radius)
+    return out, active, state, scene
+
+
+@pytest.mark.parametrize("flags", [0, 16, 5, 10])
+def test_plane_blocks_same_bits_as_one_row_at_a_time(flags):
+    got, act_b, st_b, sc = plane_steps(True, flags)
+    ref, act_1, st_1, _ = plane_steps(False, flags)
+    m = len(act_b)
+    assert min(o[3] for o in got) > 0.5 * m and got[1][3] < 0.9 * m
+    for (wb, fb, tb, nb), (w1, f1, t1, n1) in zip(got, ref):
+        assert wb == w1 and nb == n1
+        assert np.array_equal(fb, f1) and np.array_equal(tb, t1)
+    assert np.array_equal(act_b, act_1) and np.array_equal(st_b, st_1)
+    assert np.isfinite(st_b).all()
+    # independent of the kernel: a row that forms has no rates yet, so the force on the
+    # sphere is the Hooke spring's, k_n (r - (x - x_plane) . n) along the plane's normal
+    a = np.flatnonzero(sc["active"])
+    n = sc["n"][a]
+    overlap = sc["radius"][a] - np.einsum("ij,ij->i", sc["pos"][a] - sc["point"][a], n)
+    assert len(a) > 100 and (overlap > 0).all()
+    assert np.allclose(sc["state"][a, 21:24], n * (sc["kn"][a] * overlap)[:, None],
+                       rtol=1e-12, atol=1e-9)
+
+
+def test_plane_blocks_same_bits_on_two_threads():
+    _, act1, st1, _ = plane_steps(True, 0, threads=1)
+    _, act2, st2, _ = plane_steps(True, 0, threads=2)
+    assert np.array_equal(act1, act2) and np.array_equal(st1, st2)
