@@ -129,10 +129,15 @@ class ParticleStore:
         """Add owned particles (ghosts are dropped; the next rebuild recreates them);
         optional fields that `new` holds are enabled, those it lacks are zero."""
         self.enable([k for k in OPTIONAL if k in new])
-        own = self.owned()
-        n = len(new["id"])
-        self.set_local({k: np.concatenate([own[k], new[k].astype(own[k].dtype) if k in new
-                                           else empty_fields(n, [k])[k]]) for k in own})
+        n, m = self.n_own, len(new["id"])
+        fields, self.f = self.f, {}         # each old field goes once its new one is made
+        out = {}
+        for k in list(fields):
+            own = fields.pop(k)[:n]
+            add = new[k].astype(own.dtype, copy=False) if k in new else empty_fields(m, [k])[k]
+            out[k] = add if n == 0 else np.concatenate([own, add])   # an empty store: as given
+            del own
+        self.set_local(out)
 
 
 def spatial_order(own):

@@ -20,7 +20,8 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from . import analysis, clumps, diagnostics, editing, insertion, polyhedra, shapes, validate
+from . import (analysis, clumps, diagnostics, editing, heap, insertion, polyhedra, shapes,
+               validate)
 from . import energy as energy_balance
 from ._kernels import integrate
 from .cell import Cell, apply
@@ -95,6 +96,7 @@ class Simulation:
             raise InputError("scheme must be None or a time-stepping scheme (pdem.Explicit(), "
                              "pdem.NSCD(...)), got %r" % (scheme,))
         self.scheme = Explicit() if scheme is None else scheme
+        heap.release_freed_arrays()         # freed arrays leave the resident set (heap.py)
         self.domain = domain
         self.dt = dt
         self.gravity = g if domain.dim == 3 else np.array([g[0], g[1], 0.0])
@@ -322,6 +324,19 @@ class Simulation:
             i = int(outside[0])
             raise InputError("positions[%d] = %s is outside the domain %s..%s"
                              % (i, fmt(pos[i]), fmt(lo), fmt(hi)))
+        _, first, count = np.unique(pos, axis=0, return_index=True, return_counts=True)
+        if np.any(count > 1):
+            i = int(first[np.flatnonzero(count > 1)[0]])
+            j = int(np.flatnonzero(np.all(pos == pos[i], axis=1))[1])
+            raise InputError("positions[%d] = positions[%d] = %s: two particles at the same "
+                             "position (their contact normal is undefined)" % (i, j, fmt(pos[i])))
+        for k in range(len(self.planes) if self._refuse_behind else 0):
+            d = (pos - self.planes.point[k]) @ self.planes.normal[k]
+            if np.any(d < 0.0):
+                i = int(np.flatnonzero(d < 0.0)[0])
+                raise InputError("positions[%d] = %s is behind plane %d (centre %.3g on its back "
+                                 "side; particles live on the side the normal %s points to)"
+                                 % (i, fmt(pos[i]), k, -d[i], fmt(self.planes.normal[k])))
         new = empty_fields(n)
         if body:
             new.update(empty_fields(n, BODY_FIELDS))
@@ -336,19 +351,6 @@ class Simulation:
             new["angvel"][:] = validate.vectors("angular_velocities", w, 3, n)
         if self.cell.deforming:
             self.cell.wrap(new["pos"], new["vel"])
-        _, first, count = np.unique(pos, axis=0, return_index=True, return_counts=True)
-        if np.any(count > 1):
-            i = int(first[np.flatnonzero(count > 1)[0]])
-            j = int(np.flatnonzero(np.all(pos == pos[i], axis=1))[1])
-            raise InputError("positions[%d] = positions[%d] = %s: two particles at the same "
-                             "position (their contact normal is undefined)" % (i, j, fmt(pos[i])))
-        for k in range(len(self.planes) if self._refuse_behind else 0):
-            d = (pos - self.planes.point[k]) @ self.planes.normal[k]
-            if np.any(d < 0.0):
-                i = int(np.flatnonzero(d < 0.0)[0])
-                raise InputError("positions[%d] = %s is behind plane %d (centre %.3g on its back "
-                                 "side; particles live on the side the normal %s points to)"
-                                 % (i, fmt(pos[i]), k, -d[i], fmt(self.planes.normal[k])))
         new["material"][:] = mat.index
         return new, mat
 
@@ -357,11 +359,14 @@ class Simulation:
         self.next_id += len(new["id"])
         if self.check_ids:
             self._ids = np.concatenate([self._ids, new["id"]])
+        ids = new["id"].copy()
         mine = np.flatnonzero(self.dec.owner(self.cell.reference(new["pos"])) == self.rank)
-        self.store.append_owned({k: v[mine] for k, v in new.items()})
+        if len(mine) < len(ids):            # (all of them: the arrays as they are)
+            new = {k: v[mine] for k, v in new.items()}
+        self.store.append_owned(new)
         self._scene_changed()
         self._checked_dt = False
-        return new["id"].copy()
+        return ids
 
     @property
     def _refuse_behind(self):
