@@ -1,14 +1,13 @@
 """Freed arrays go back to the operating system (glibc's malloc; issue 14, memory).
 
-glibc serves allocations above its mmap threshold (128 KiB at start) from their own
-memory maps, returned to the system when freed, but it raises the threshold to the
-size of each such block freed, up to 32 MiB. A rebuild frees and allocates arrays of
-a few MiB every time, so after the first one they come from the heap, whose freed
-blocks stay resident and fragment as the contact pool grows: the chute at 130,000
-spheres peaked at 175 MiB against 143 with a fixed threshold. Fixing it at its initial
-value (mallopt, which also stops the adjustment) keeps large arrays in their own maps;
-the step allocates none per step, so it costs no time (bench/README.md, Memory). A
-user's MALLOC_MMAP_THRESHOLD_ is left as it is; other C libraries are not touched.
+glibc serves allocations above its mmap threshold (128 KiB at start) from memory maps
+of their own, unmapped when freed, but raises the threshold to the size of every such
+block freed, up to 32 MiB. A neighbor rebuild frees and allocates arrays of a few MiB,
+so after the first one they come from the heap, whose freed blocks stay resident and
+fragment as the contact pool grows: the chute of 130,438 spheres peaked at 175 MiB,
+143 MiB with the threshold fixed at its initial value (mallopt, which also stops the
+adjustment; bench/README.md, Memory, with the chute's speed). A user's
+MALLOC_MMAP_THRESHOLD_ is left as it is; other C libraries are not touched.
 """
 import ctypes
 import ctypes.util
