@@ -1,20 +1,24 @@
-"""Freed arrays go back to the operating system (glibc's malloc; issue 14, memory).
+"""Large freed arrays go back to the operating system (glibc's malloc; issue 14, memory).
 
-glibc serves allocations above its mmap threshold (128 KiB at start) from memory maps
-of their own, unmapped when freed, but raises the threshold to the size of every such
-block freed, up to 32 MiB. A neighbor rebuild frees and allocates arrays of a few MiB,
-so after the first one they come from the heap, whose freed blocks stay resident and
-fragment as the contact pool grows: the chute of 130,438 spheres peaked at 175 MiB,
-143 MiB with the threshold fixed at its initial value (mallopt, which also stops the
-adjustment; bench/README.md, Memory, with the chute's speed). A user's
-MALLOC_MMAP_THRESHOLD_ is left as it is; other C libraries are not touched.
+glibc serves allocations above its mmap threshold from memory maps of their own,
+unmapped when freed, but raises the threshold to the size of every such block freed,
+up to 32 MiB. A neighbor rebuild frees and allocates arrays of a few MiB, and the
+contact pool grows, so they soon all come from the heap, whose freed blocks stay
+resident and fragment: the chute of 130,438 spheres peaked at 170-175 MiB. A fixed
+threshold (mallopt, which also stops the adjustment) keeps the arrays above it in maps
+of their own: 143 MiB at 128 KiB, but every rebuild then faults in fresh pages for
+its arrays (rebuild 2.3x slower at 33,462 spheres); at 8 MiB only the largest arrays
+(the contact pool, the particle fields from about 350,000 particles) are mapped, the
+rebuild's smaller ones are reused from the heap: 162 MiB, the rebuild as fast within
+the noise (bench/README.md, Memory). A user's MALLOC_MMAP_THRESHOLD_ is left as it
+is; other C libraries are not touched.
 """
 import ctypes
 import ctypes.util
 import os
 
 M_MMAP_THRESHOLD = -3           # glibc malloc.h
-THRESHOLD = 128 * 1024          # glibc's initial value (bytes)
+THRESHOLD = 8 << 20             # bytes
 _done = []
 
 

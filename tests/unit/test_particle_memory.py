@@ -82,8 +82,8 @@ def test_body_fields_appear_with_the_first_ellipsoid_and_survive_a_restart(tmp_p
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc and /proc")
 def test_freed_arrays_leave_the_resident_set():
     """Large arrays freed between small ones that stay alive: with glibc's moving mmap
-    threshold (raised by freeing an 8 MiB block) they come from the heap and their
-    pages stay resident; with pdem's fixed threshold they are unmapped when freed."""
+    threshold (raised by freeing a 24 MiB block) they come from the heap and their
+    pages stay resident; with pdem's fixed threshold (8 MiB) they are unmapped."""
     code = textwrap.dedent("""
         import sys
         import numpy as np
@@ -93,13 +93,13 @@ def test_freed_arrays_leave_the_resident_set():
         def rss():
             with open("/proc/self/status") as fh:
                 return int(next(l for l in fh if l.startswith("VmRSS")).split()[1])
-        big = np.ones(1 << 20)          # 8 MiB, mapped and unmapped: the threshold moves
+        big = np.ones(3 << 20)          # 24 MiB, mapped and unmapped: the threshold moves
         del big
         before = rss()
         keep, arrays = [], []
-        for i in range(48):
-            arrays.append(np.ones(1 << 17))     # 1 MiB
-            keep.append(bytearray(4096))       # small blocks between them, kept
+        for i in range(4):
+            arrays.append(np.ones(3 << 19))     # 12 MiB
+            keep.append(bytearray(1 << 18))    # smaller blocks between them, kept
         del arrays
         print((rss() - before) / 1024.0)
     """)
