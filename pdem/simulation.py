@@ -324,6 +324,14 @@ class Simulation:
             i = int(outside[0])
             raise InputError("positions[%d] = %s is outside the domain %s..%s"
                              % (i, fmt(pos[i]), fmt(lo), fmt(hi)))
+        vel = angvel = None
+        if velocities is not None:
+            vel = validate.vectors("velocities", velocities, 3, n, also=dim)
+        if angular_velocities is not None:
+            w = np.asarray(angular_velocities, dtype=float)
+            if dim == 2 and w.ndim <= 1 and w.size == n:
+                w = np.column_stack([np.zeros(n), np.zeros(n), w.reshape(-1)])
+            angvel = validate.vectors("angular_velocities", w, 3, n)
         _, first, count = np.unique(pos, axis=0, return_index=True, return_counts=True)
         if np.any(count > 1):
             i = int(first[np.flatnonzero(count > 1)[0]])
@@ -342,13 +350,10 @@ class Simulation:
             new.update(empty_fields(n, BODY_FIELDS))
         new["id"][:] = np.arange(self.next_id, self.next_id + n, dtype=np.int64)
         new["pos"][:] = pos
-        if velocities is not None:
-            new["vel"][:] = validate.vectors("velocities", velocities, 3, n, also=dim)
-        if angular_velocities is not None:
-            w = np.asarray(angular_velocities, dtype=float)
-            if dim == 2 and w.ndim <= 1 and w.size == n:
-                w = np.column_stack([np.zeros(n), np.zeros(n), w.reshape(-1)])
-            new["angvel"][:] = validate.vectors("angular_velocities", w, 3, n)
+        if vel is not None:
+            new["vel"][:] = vel
+        if angvel is not None:
+            new["angvel"][:] = angvel
         if self.cell.deforming:
             self.cell.wrap(new["pos"], new["vel"])
         new["material"][:] = mat.index
