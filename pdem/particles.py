@@ -26,9 +26,10 @@ FIELDS = {
     "material": (np.int32, 0),
     "blocked": (np.uint8, 0),
     "image": (np.int32, 3),
-    # shapes (issue 16, docs/ellipsoids.md): SHAPES code; semi-axes and principal moments
-    # in the body frame, and the world angular momentum at t + dt/2 (rigid_body.pyx), of
-    # non-spherical particles (zero for spheres, which use radius, inertia and angvel)
+    # shapes (issue 16, docs/ellipsoids.md): SHAPES code (0 for spheres, which keep their
+    # orientation too: it is integrated and output); semi-axes and principal moments in
+    # the body frame, and the world angular momentum at t + dt/2 (rigid_body.pyx), of
+    # non-spherical particles (spheres use radius, inertia and angvel)
     "shape": (np.int8, 0),
     "semi_axes": (np.float64, 3),
     "inertia_body": (np.float64, 3),
@@ -41,10 +42,14 @@ FIELDS = {
     "stress": (np.float64, 6),
     "strain_rate": (np.float64, 6),
 }
-# Fields a store holds only when a run asks for them (ParticleStore.enable: the scheme's
-# `particle_fields`, or a checkpoint that has them), so that other runs pay no memory,
-# migration or ghost traffic for them.
-OPTIONAL = ("strain", "stress", "strain_rate")
+# Fields a store holds only when a run needs them (ParticleStore.enable), so that other
+# runs pay no memory, migration or ghost traffic for them (issue 14): those of the
+# non-spherical bodies, enabled when the first is added (their fields, zero for the
+# spheres already there: a sphere-only run never holds them), and those of deformable
+# DDA particles (the scheme's `particle_fields`).
+BODY_FIELDS = ("semi_axes", "inertia_body", "angmom", "template")
+DEFORMABLE_FIELDS = ("strain", "stress", "strain_rate")
+OPTIONAL = BODY_FIELDS + DEFORMABLE_FIELDS
 
 SHAPES = {"sphere": 0, "ellipsoid": 1, "ellipse": 2, "clump": 3, "polyhedron": 4, "polygon": 5}
 
@@ -94,6 +99,11 @@ class ParticleStore:
     def n(self):
         return len(self.f["id"])
 
+    def column(self, name, n):
+        """The first n rows of field `name`, or zeros if the store does not hold it (an
+        OPTIONAL field: zero for every particle)."""
+        return self.f[name][:n] if name in self.f else empty_fields(n, [name])[name]
+
     def owned(self):
         """Copies of the owned part of every field."""
         return {k: v[:self.n_own].copy() for k, v in self.f.items()}
@@ -119,10 +129,15 @@ class ParticleStore:
         """Add owned particles (ghosts are dropped; the next rebuild recreates them);
         optional fields that `new` holds are enabled, those it lacks are zero."""
         self.enable([k for k in OPTIONAL if k in new])
-        own = self.owned()
-        n = len(new["id"])
-        self.set_local({k: np.concatenate([own[k], new[k].astype(own[k].dtype) if k in new
-                                           else empty_fields(n, [k])[k]]) for k in own})
+        n, m = self.n_own, len(new["id"])
+        fields, self.f = self.f, {}         # each old field goes once its new one is made
+        out = {}
+        for k in list(fields):
+            own = fields.pop(k)[:n]
+            add = new[k].astype(own.dtype, copy=False) if k in new else empty_fields(m, [k])[k]
+            out[k] = add if n == 0 else np.concatenate([own, add])   # an empty store: as given
+            del own
+        self.set_local(out)
 
 
 def spatial_order(own):

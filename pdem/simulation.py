@@ -20,7 +20,8 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from . import analysis, clumps, diagnostics, editing, insertion, polyhedra, shapes, validate
+from . import (analysis, clumps, diagnostics, editing, heap, insertion, polyhedra, shapes,
+               validate)
 from . import energy as energy_balance
 from ._kernels import integrate
 from .cell import Cell, apply
@@ -42,8 +43,8 @@ from .materials import MaterialTable
 from .parallel.decomposition import Decomposition
 from .parallel.ghosts import GhostExchange, wrap
 from .parallel.migration import migrate
-from .particles import (DOF_BITS, SHAPES, ParticleStore, empty_fields, mass_and_inertia,
-                        spatial_permutation)
+from .particles import (BODY_FIELDS, DOF_BITS, SHAPES, ParticleStore, empty_fields,
+                        mass_and_inertia, spatial_permutation)
 from .scheme import Explicit, Scheme
 from .shape_templates import ShapeTemplates
 from .signals import CheckpointExit, SignalCheckpoint  # noqa: F401 (part of the API)
@@ -95,6 +96,7 @@ class Simulation:
             raise InputError("scheme must be None or a time-stepping scheme (pdem.Explicit(), "
                              "pdem.NSCD(...)), got %r" % (scheme,))
         self.scheme = Explicit() if scheme is None else scheme
+        heap.release_freed_arrays()         # freed arrays leave the resident set (heap.py)
         self.domain = domain
         self.dt = dt
         self.gravity = g if domain.dim == 3 else np.array([g[0], g[1], 0.0])
@@ -188,7 +190,7 @@ class Simulation:
         if masses is not None:
             masses = validate.scalars("masses", masses, n)
         new, mat = self._new_particles("add_spheres", pos, material, velocities,
-                                       angular_velocities)
+                                       angular_velocities, body=False)
         new["orient"][:, 0] = 1.0
         new["radius"][:] = r
         new["mass"][:], new["inertia"][:] = mass_and_inertia(r, mat.density, dim, masses)
@@ -299,9 +301,10 @@ class Simulation:
                              % (name, i, float(r[i]), 2 * r[i], length.min(),
                                 int(np.argmin(length))))
 
-    def _new_particles(self, what, pos, material, velocities, angular_velocities):
+    def _new_particles(self, what, pos, material, velocities, angular_velocities, body=True):
         """Fields of n new particles at the checked positions `pos`, with ids, velocities
-        and material set (the caller fills shape, size, mass), and their material."""
+        and material set (the caller fills shape, size, mass), and their material. body:
+        non-spheres, with BODY_FIELDS (enabled in the store when they are appended)."""
         dim = self.domain.dim
         n = len(pos)
         if self.next_id + n > keys.MAX_ID + 1:
@@ -321,18 +324,14 @@ class Simulation:
             i = int(outside[0])
             raise InputError("positions[%d] = %s is outside the domain %s..%s"
                              % (i, fmt(pos[i]), fmt(lo), fmt(hi)))
-        new = empty_fields(n)
-        new["id"][:] = np.arange(self.next_id, self.next_id + n, dtype=np.int64)
-        new["pos"][:] = pos
+        vel = angvel = None
         if velocities is not None:
-            new["vel"][:] = validate.vectors("velocities", velocities, 3, n, also=dim)
+            vel = validate.vectors("velocities", velocities, 3, n, also=dim)
         if angular_velocities is not None:
             w = np.asarray(angular_velocities, dtype=float)
             if dim == 2 and w.ndim <= 1 and w.size == n:
                 w = np.column_stack([np.zeros(n), np.zeros(n), w.reshape(-1)])
-            new["angvel"][:] = validate.vectors("angular_velocities", w, 3, n)
-        if self.cell.deforming:
-            self.cell.wrap(new["pos"], new["vel"])
+            angvel = validate.vectors("angular_velocities", w, 3, n)
         _, first, count = np.unique(pos, axis=0, return_index=True, return_counts=True)
         if np.any(count > 1):
             i = int(first[np.flatnonzero(count > 1)[0]])
@@ -346,6 +345,17 @@ class Simulation:
                 raise InputError("positions[%d] = %s is behind plane %d (centre %.3g on its back "
                                  "side; particles live on the side the normal %s points to)"
                                  % (i, fmt(pos[i]), k, -d[i], fmt(self.planes.normal[k])))
+        new = empty_fields(n)
+        if body:
+            new.update(empty_fields(n, BODY_FIELDS))
+        new["id"][:] = np.arange(self.next_id, self.next_id + n, dtype=np.int64)
+        new["pos"][:] = pos
+        if vel is not None:
+            new["vel"][:] = vel
+        if angvel is not None:
+            new["angvel"][:] = angvel
+        if self.cell.deforming:
+            self.cell.wrap(new["pos"], new["vel"])
         new["material"][:] = mat.index
         return new, mat
 
@@ -354,11 +364,14 @@ class Simulation:
         self.next_id += len(new["id"])
         if self.check_ids:
             self._ids = np.concatenate([self._ids, new["id"]])
+        ids = new["id"].copy()
         mine = np.flatnonzero(self.dec.owner(self.cell.reference(new["pos"])) == self.rank)
-        self.store.append_owned({k: v[mine] for k, v in new.items()})
+        if len(mine) < len(ids):            # (all of them: the arrays as they are)
+            new = {k: v[mine] for k, v in new.items()}
+        self.store.append_owned(new)
         self._scene_changed()
         self._checked_dt = False
-        return new["id"].copy()
+        return ids
 
     @property
     def _refuse_behind(self):
@@ -962,11 +975,12 @@ class Simulation:
         if build_pos is not None and order is not None:
             build_pos = build_pos[order]
         own["image"] = np.zeros_like(own["image"])
-        local = self.ghosts.build(own, ghost_cutoff, order,    # borders; one gather per
-                                  self.cell.reference if self.cell.deforming else None)
         n_own = len(own["id"])
+        st.f = {}                       # the old local arrays go field by field as the
+        local = self.ghosts.build(own, ghost_cutoff, order,    # new ones are gathered
+                                  self.cell.reference if self.cell.deforming else None)
         st.set_local(local, n_own=n_own)
-        own = local = None              # the old local arrays go before the lists are built
+        local = None
         self.cell.built(restore)
         owner = self._owners(order, n_own)
         build = Build(n_own, owner, list_skin, cutoff, restore)
@@ -1058,14 +1072,16 @@ class Simulation:
                "angular_velocity": st.angvel[:n], "force": st.force[:n],
                "torque": st.torque[:n], "radius": st.radius[:n], "mass": st.mass[:n],
                "orientation": st.orient[:n], "material": st.material[:n],
-               "shape": st.shape[:n], "template": st.template[:n]}
+               "shape": st.shape[:n], "template": st.column("template", n)}
         for k in ("strain", "stress"):           # deformable DDA particles only
             if k in st.f:
                 out[k] = st.f[k][:n]
         # semi-axes and principal moments (spheres: r and their scalar moment, thrice)
         sphere = st.shape[:n] == 0
-        out["semi_axes"] = np.where(sphere[:, None], st.radius[:n, None], st.semi_axes[:n])
-        out["inertia"] = np.where(sphere[:, None], st.inertia[:n, None], st.inertia_body[:n])
+        out["semi_axes"] = np.where(sphere[:, None], st.radius[:n, None],
+                                    st.column("semi_axes", n))
+        out["inertia"] = np.where(sphere[:, None], st.inertia[:n, None],
+                                  st.column("inertia_body", n))
         if gather:
             out = self.collective.allgather(out)
         order = np.argsort(out["id"], kind="stable")

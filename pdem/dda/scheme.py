@@ -59,7 +59,7 @@ from .._kernels import integrate
 from ..contact.flags import NO_RATCH
 from ..errors import InputError, SimulationError
 from ..nscd.scheme import NSCD, PAIR, WALL_NAMES, write_rows
-from ..particles import OPTIONAL
+from ..particles import DEFORMABLE_FIELDS
 from ..scheme.base import Scheme, register
 
 OPEN, STICK, SLIDE = 0, 1, 2
@@ -108,7 +108,7 @@ class DDA(Scheme):
             raise InputError("DDA: rigid must be True or False, got %r" % (rigid,))
         self.rigid = bool(rigid)
         self.nd = 6 if self.rigid else 12      # unknowns per particle row
-        self.particle_fields = () if self.rigid else OPTIONAL
+        self.particle_fields = () if self.rigid else DEFORMABLE_FIELDS
         self.dynamic = validate.number("DDA: dynamic", dynamic, 0.0, 1.0, low_open=False)
         self.cg_tol = validate.number("DDA: cg_tol", cg_tol, 0.0, 1.0)
         self.cg_maxiter = validate.integer("DDA: cg_maxiter", cg_maxiter)

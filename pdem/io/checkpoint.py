@@ -18,7 +18,10 @@ a == b); `region_walls/{material,<i>}` (level-set walls, each region pickled);
 `particles/<field>` for every field of pdem.particles.FIELDS plus `build_pos`, the
 position at the last neighbor build (rows in no particular order; ids stored; the shape
 fields since version 7, `template` since 8, zero = spheres when reading older files; the
-OPTIONAL fields `strain`, `stress`, `strain_rate` since 10, only when the store holds them);
+body fields `semi_axes`, `inertia_body`, `angmom`, `template` are written for spheres too,
+zero, but a run of spheres only reads none of them back (the store holds them only with
+non-spheres, pdem/particles.py); the OPTIONAL fields `strain`, `stress`, `strain_rate`
+since 10, only when the store holds them);
 `templates/` the shape templates (clumps, polyhedra: pdem.shape_templates.ShapeTemplates);
 `interactions/<kind>/{key,active,state}` for every interaction kind (pdem.contact.kinds:
 pair, plane, mesh, ...), the active contact rows (L6Geom state and law history) keyed as
@@ -50,7 +53,7 @@ from ..contact.kinds import KINDS
 from ..contact.store import COLUMNS, NCOLS, ContactBatch
 from ..domain import Domain
 from ..errors import InputError
-from ..particles import FIELDS, OPTIONAL
+from ..particles import BODY_FIELDS, FIELDS, OPTIONAL
 from ..scheme import from_description
 from .frames import collective_transfer, row_offsets, write_slab
 
@@ -140,9 +143,10 @@ def write(sim, path):
         for name, rows in bonds.broken.items():
             _write_rows(broken, name, rows, comm)
         parts = f.create_group("particles")
-        for name in FIELDS:
-            if name in st.f:            # OPTIONAL fields only when the store holds them
-                _write_rows(parts, name, np.ascontiguousarray(st.f[name][:n]), comm)
+        for name in FIELDS:             # the body fields always (zero for spheres: files
+            if name in st.f or name in BODY_FIELDS:    # of format 10 as before), those of
+                _write_rows(parts, name,                 # deformable DDA when held
+                            np.ascontiguousarray(st.column(name, n)), comm)
         _write_rows(parts, "build_pos", np.ascontiguousarray(sim.build_positions()), comm)
         for name, kind in sim.interactions.items():
             g = f.create_group("interactions/" + name)
@@ -273,6 +277,9 @@ def read(path, simulation, comm=None, threads=None, dims=None):
                                                          f["particles/" + k].dtype)
                for k, v in own.items()}
         build_pos = own.pop("build_pos")
+        if "shape" not in own or not sim.collective.max(float(np.any(own["shape"] != 0))):
+            for k in BODY_FIELDS:       # spheres only: the store does not hold them
+                own.pop(k, None)
         for k in FIELDS:                # fields newer than the file (SINCE): zero = spheres
             if k not in own and k not in OPTIONAL:
                 dtype, width = FIELDS[k]

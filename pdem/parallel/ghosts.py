@@ -32,10 +32,14 @@ class GhostExchange:
         gathered once at the end. self.source: the pool row of every local row
         (below len(owned["id"]): an owned row of `owned`). A deforming cell
         (pdem/cell.py) passes `ref`, the map to its reference coordinates, in which the
-        faces and images are those of the fixed box, and the cutoff per axis in them."""
+        faces and images are those of the fixed box, and the cutoff per axis in them.
+        `owned` is emptied: each of its arrays is dropped once its local field is
+        gathered, so that a caller passing the only references holds at most one field
+        twice (not the old and the new local arrays at once)."""
         dec, dom = self.dec, self.dec.domain
         box = dom.length
         pool = dict(owned)
+        owned.clear()
         coord = pool["pos"] if ref is None else ref(pool["pos"])
         cut = np.broadcast_to(cutoff, 3)
         n_pool_owned = len(pool["id"])
@@ -85,7 +89,13 @@ class GhostExchange:
         self.bytes_per_refresh = sum(len(sel) for sel, dest, *_ in self.swaps
                                      if dest != dec.rank) * 8 * 3 * len(REFRESHED)
         self.source, self.n_pool_owned = src, n_pool_owned
-        return {k: image if k == "image" else np.take(pool[k], src, axis=0) for k in pool}
+        coord = None
+        local = {}
+        for k in list(pool):
+            rows = pool.pop(k)
+            local[k] = image if k == "image" else np.take(rows, src, axis=0)
+            del rows
+        return local
 
     def refresh(self, store, extra=()):
         """Copy the current positions and velocities of the sources into the ghosts (and
