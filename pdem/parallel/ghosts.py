@@ -13,6 +13,7 @@ repeats them with positions and velocities only.
 import numpy as np
 from mpi4py import MPI
 
+from .._kernels.ghost_copy import copy_rows
 from .exchange import record_dtype, sendrecv_records
 
 REFRESHED = ("pos", "vel", "angvel")     # what changes between rebuilds
@@ -104,7 +105,7 @@ class GhostExchange:
                 continue                                 # to both sides from the build)
             if dest == source == self.dec.rank:          # periodic image of this rank
                 for a in arrays:
-                    a[first:first + count] = a[sel]
+                    copy_rows(a, sel, first)
                 continue
             reqs = []
             recv = np.empty((count, width))
