@@ -1,6 +1,7 @@
 # cython: language_level=3
-"""The per-step copy of periodic images of this rank (pdem/parallel/ghosts.py): a ghost
-row takes its source row's values, in one pass without temporaries."""
+"""The per-step ghost refresh (pdem/parallel/ghosts.py) without temporaries: a periodic
+image of this rank takes its source row's values; rows for another rank are packed into
+one message and unpacked from one, a row per memcpy."""
 cimport cython
 from libc.string cimport memcpy
 
@@ -16,3 +17,29 @@ def copy_rows(double[:, ::1] a, const long[::1] sel, Py_ssize_t first):
     with nogil:
         for k in range(n):
             memcpy(&a[first + k, 0], &a[sel[k], 0], row)
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def pack_rows(double[:, ::1] out, Py_ssize_t col, const double[:, ::1] a, const long[::1] sel):
+    """out[k, col:col + width of a] = a[sel[k]]: a message to another rank."""
+    cdef Py_ssize_t k, n = sel.shape[0]
+    cdef size_t row = a.shape[1] * sizeof(double)
+    if n == 0 or row == 0:
+        return
+    with nogil:
+        for k in range(n):
+            memcpy(&out[k, col], &a[sel[k], 0], row)
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def unpack_rows(double[:, ::1] a, Py_ssize_t first, const double[:, ::1] buf, Py_ssize_t col):
+    """a[first + k] = buf[k, col:col + width of a]: a message from another rank."""
+    cdef Py_ssize_t k, n = buf.shape[0]
+    cdef size_t row = a.shape[1] * sizeof(double)
+    if n == 0 or row == 0:
+        return
+    with nogil:
+        for k in range(n):
+            memcpy(&a[first + k, 0], &buf[k, col], row)

@@ -13,7 +13,7 @@ repeats them with positions and velocities only.
 import numpy as np
 from mpi4py import MPI
 
-from .._kernels.ghost_copy import copy_rows
+from .._kernels.ghost_copy import copy_rows, pack_rows, unpack_rows
 from .exchange import record_dtype, sendrecv_records
 
 REFRESHED = ("pos", "vel", "angvel")     # what changes between rebuilds
@@ -95,35 +95,41 @@ class GhostExchange:
 
     def refresh_arrays(self, arrays, tag=100):
         """Copy the source rows of each array (rows = local particles, ghosts after the
-        owned ones) into its ghost rows. Swaps run in build order (later swaps forward
-        ghosts of earlier ones); each message is posted only when non-empty, which both
-        sides know from the build; all arrays travel in one message per swap."""
-        cart = self.dec.cart
+        owned ones) into its ghost rows. Axes run in build order (later axes forward
+        ghosts of earlier ones); the two swaps of an axis send only rows from before
+        it, so both are in flight at once. Each message is posted only when non-empty,
+        which both sides know from the build; all arrays travel in one message per
+        swap, packed and unpacked by kernels (pyx/ghost_copy.pyx)."""
+        cart, rank = self.dec.cart, self.dec.rank
         width = sum(a.shape[1] for a in arrays)
-        for k, (sel, dest, source, first, count) in enumerate(self.swaps):
-            if count == 0 and len(sel) == 0:             # nothing either way (known
-                continue                                 # to both sides from the build)
-            if dest == source == self.dec.rank:          # periodic image of this rank
-                for a in arrays:
-                    copy_rows(a, sel, first)
-                continue
-            reqs = []
-            recv = np.empty((count, width))
-            if count:
-                reqs.append(cart.Irecv(recv, source=source, tag=tag + k))
-            if len(sel):
-                send = np.empty((len(sel), width))
-                c = 0
-                for a in arrays:
-                    send[:, c:c + a.shape[1]] = a[sel]
-                    c += a.shape[1]
-                reqs.append(cart.Isend(send, dest=dest, tag=tag + k))
+        for axis in range(0, len(self.swaps), 2):
+            reqs, received = [], []
+            for k in (axis, axis + 1):
+                sel, dest, source, first, count = self.swaps[k]
+                if count == 0 and len(sel) == 0:         # nothing either way (known
+                    continue                             # to both sides from the build)
+                if dest == source == rank:               # periodic image of this rank
+                    for a in arrays:
+                        copy_rows(a, sel, first)
+                    continue
+                if count:
+                    recv = np.empty((count, width))
+                    reqs.append(cart.Irecv(recv, source=source, tag=tag + k))
+                    received.append((recv, first))
+                if len(sel):
+                    send = np.empty((len(sel), width))
+                    c = 0
+                    for a in arrays:
+                        pack_rows(send, c, a, sel)
+                        c += a.shape[1]
+                    reqs.append(cart.Isend(send, dest=dest, tag=tag + k))
             if reqs:
                 MPI.Request.Waitall(reqs)
-            c = 0
-            for a in arrays:
-                a[first:first + count] = recv[:, c:c + a.shape[1]]
-                c += a.shape[1]
+            for recv, first in received:
+                c = 0
+                for a in arrays:
+                    unpack_rows(a, first, recv, c)
+                    c += a.shape[1]
 
     def reverse_add(self, arrays, tag=500):
         """Send the ghost rows of each array back along the recorded swaps, in reverse
