@@ -848,7 +848,8 @@ class Simulation:
         flags = [problem is not None, self.signals.received]
         if self._predicting:
             flags.append(self._ahead)
-        flags = self.collective.max(np.array(flags, float))
+        if self.size > 1:
+            flags = self.collective.max(np.array(flags, float))
         failed, signum = flags[0], flags[1]
         if failed:
             self.collective.raise_if_any(problem, SimulationError)

@@ -4,6 +4,12 @@ image of this rank takes its source row's values; rows for another rank are pack
 one message and unpacked from one."""
 cimport cython
 
+cdef extern from *:
+    void prefetch "__builtin_prefetch"(const void* p) noexcept nogil
+
+cdef enum:
+    AHEAD = 16          # rows: the sources are scattered and cold after the contact phase
+
 
 cdef inline void copy_row(double* dst, const double* src, Py_ssize_t w) noexcept nogil:
     """A row of w doubles (3: x, v, w; 4: q) without a call to memcpy."""
@@ -17,14 +23,16 @@ cdef inline void copy_row(double* dst, const double* src, Py_ssize_t w) noexcept
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-def copy_rows(double[:, ::1] a, const long[::1] sel, Py_ssize_t first):
-    """a[first + k] = a[sel[k]] for every k (sources are rows before first)."""
-    cdef Py_ssize_t k, n = sel.shape[0], w = a.shape[1]
+def copy_pairs(double[:, ::1] a, const long[::1] src, const long[::1] dst):
+    """a[dst[k]] = a[src[k]] for k in order (a source may be an earlier copy)."""
+    cdef Py_ssize_t k, n = src.shape[0], w = a.shape[1]
     if n == 0 or w == 0:
         return
     with nogil:
         for k in range(n):
-            copy_row(&a[first + k, 0], &a[sel[k], 0], w)
+            if k + AHEAD < n:
+                prefetch(&a[src[k + AHEAD], 0])
+            copy_row(&a[dst[k], 0], &a[src[k], 0], w)
 
 
 @cython.boundscheck(False)
@@ -36,6 +44,8 @@ def pack_rows(double[:, ::1] out, Py_ssize_t col, const double[:, ::1] a, const 
         return
     with nogil:
         for k in range(n):
+            if k + AHEAD < n:
+                prefetch(&a[sel[k + AHEAD], 0])
             copy_row(&out[k, col], &a[sel[k], 0], w)
 
 

@@ -13,7 +13,7 @@ repeats them with positions and velocities only.
 import numpy as np
 from mpi4py import MPI
 
-from .._kernels.ghost_copy import copy_rows, pack_rows, unpack_rows
+from .._kernels.ghost_copy import copy_pairs, pack_rows, unpack_rows
 from .exchange import record_dtype, sendrecv_records
 
 REFRESHED = ("pos", "vel", "angvel")     # what changes between rebuilds
@@ -95,23 +95,17 @@ class GhostExchange:
 
     def refresh_arrays(self, arrays, tag=100):
         """Copy the source rows of each array (rows = local particles, ghosts after the
-        owned ones) into its ghost rows. Axes run in build order (later axes forward
-        ghosts of earlier ones); the two swaps of an axis send only rows from before
-        it, so both are in flight at once. Each message is posted only when non-empty,
-        which both sides know from the build; all arrays travel in one message per
-        swap, packed and unpacked by kernels (pyx/ghost_copy.pyx)."""
-        cart, rank = self.dec.cart, self.dec.rank
+        owned ones) into its ghost rows, in the order of the build (later swaps forward
+        ghosts of earlier ones; kernels in pyx/ghost_copy.pyx, no temporaries)."""
+        cart = self.dec.cart
         width = sum(a.shape[1] for a in arrays)
-        for axis in range(0, len(self.swaps), 2):
+        for step in self._plan():
+            if step[0] == "local":                       # periodic images of this rank
+                for a in arrays:
+                    copy_pairs(a, step[1], step[2])
+                continue
             reqs, received = [], []
-            for k in (axis, axis + 1):
-                sel, dest, source, first, count = self.swaps[k]
-                if count == 0 and len(sel) == 0:         # nothing either way (known
-                    continue                             # to both sides from the build)
-                if dest == source == rank:               # periodic image of this rank
-                    for a in arrays:
-                        copy_rows(a, sel, first)
-                    continue
+            for k, sel, dest, source, first, count in step[1]:
                 if count:
                     recv = np.empty((count, width))
                     reqs.append(cart.Irecv(recv, source=source, tag=tag + k))
@@ -130,6 +124,34 @@ class GhostExchange:
                 for a in arrays:
                     unpack_rows(a, first, recv, c)
                     c += a.shape[1]
+
+    def _plan(self):
+        """The refresh of the current swaps, made once per build: ("local", sources,
+        ghost rows) for consecutive axes whose swaps are periodic images of this rank
+        (merged in order: one copy per array), ("remote", swaps) for an axis whose two
+        swaps go to other ranks (both in flight at once: each sends only rows from
+        before the axis). Swaps with nothing either way (known to both sides from the
+        build) are left out."""
+        if getattr(self, "_planned", None) is self.swaps:
+            return self._steps
+        rank, steps = self.dec.rank, []
+        for axis in range(0, len(self.swaps), 2):
+            pair = [(k,) + tuple(self.swaps[k]) for k in (axis, axis + 1)
+                    if self.swaps[k][4] or len(self.swaps[k][0])]
+            if not pair:
+                continue
+            if all(dest == source == rank for _, _, dest, source, _, _ in pair):
+                src = [sel for _, sel, *_ in pair]
+                dst = [np.arange(first, first + count) for *_, first, count in pair]
+                if steps and steps[-1][0] == "local":
+                    src, dst = [steps[-1][1]] + src, [steps[-1][2]] + dst
+                    steps.pop()
+                steps.append(("local", np.concatenate(src).astype(np.int64),
+                              np.concatenate(dst).astype(np.int64)))
+            else:
+                steps.append(("remote", pair))
+        self._planned, self._steps = self.swaps, steps
+        return steps
 
     def reverse_add(self, arrays, tag=500):
         """Send the ghost rows of each array back along the recorded swaps, in reverse

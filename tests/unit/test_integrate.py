@@ -105,16 +105,19 @@ def test_drift_in_place_of_the_build_positions():
                            300, 1) == 0.0
 
 
-def test_copy_rows_forwards_images_in_order():
-    """a[first + k] = a[sel[k]], sources before first; later rows may copy earlier
-    copies (a corner image of an edge image), as numpy's fancy indexing swap by swap."""
+def test_copy_pairs_forwards_images_in_order():
+    """a[dst[k]] = a[src[k]] in order: a later row may copy an earlier copy (a corner
+    image of an edge image), as numpy's fancy indexing swap by swap."""
     rng = np.random.default_rng(5)
     a = np.zeros((40, 4))
     a[:20] = rng.normal(size=(20, 4))
     ref = a.copy()
+    src, dst = [], []
     for sel, first in ((np.array([3, 0, 19, 7]), 20), (np.array([21, 5, 23]), 24)):
         ref[first:first + len(sel)] = ref[sel]
-        ghost_copy.copy_rows(a, sel, first)
+        src.append(sel)
+        dst.append(np.arange(first, first + len(sel)))
+    ghost_copy.copy_pairs(a, np.concatenate(src), np.concatenate(dst))
     assert same_bits(a, ref)
-    ghost_copy.copy_rows(a, np.empty(0, np.int64), 27)      # nothing to copy
+    ghost_copy.copy_pairs(a, np.empty(0, np.int64), np.empty(0, np.int64))   # nothing
     assert same_bits(a, ref)
