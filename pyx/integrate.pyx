@@ -112,7 +112,8 @@ cdef inline double kick_block(double* vel, double* w, const double* force,
         # 0 * x is 0 for finite x and NaN otherwise: one sum flags any non-finite value
         check += 0.0 * (vel[3 * i] + vel[3 * i + 1] + vel[3 * i + 2] + w[3 * i]
                         + w[3 * i + 1] + w[3 * i + 2])
-        if pos != NULL:
+    if pos != NULL:                                        # the block is in cache
+        for i in range(a, b):
             dx = (pos[3 * i] + vel[3 * i] * dt) - base[3 * i]
             dy = (pos[3 * i + 1] + vel[3 * i + 1] * dt) - base[3 * i + 1]
             dz = (pos[3 * i + 2] + vel[3 * i + 2] * dt) - base[3 * i + 2]
