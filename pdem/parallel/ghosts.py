@@ -24,6 +24,7 @@ class GhostExchange:
         self.dec = decomposition
         self.swaps = []            # (send indices, dest, source, first received slot, count)
         self.bytes_per_refresh = 0
+        self._planned = self._steps = None      # the refresh plan of these swaps (_plan)
 
     def build(self, owned, cutoff, order=None, ref=None):
         """Return owned + ghost fields (ghosts appended in swap order); with `order`,
@@ -132,7 +133,7 @@ class GhostExchange:
         swaps go to other ranks (both in flight at once: each sends only rows from
         before the axis). Swaps with nothing either way (known to both sides from the
         build) are left out."""
-        if getattr(self, "_planned", None) is self.swaps:
+        if self._planned is self.swaps:
             return self._steps
         rank, steps = self.dec.rank, []
         for axis in range(0, len(self.swaps), 2):
