@@ -23,30 +23,20 @@ cdef inline void copy_row(double* dst, const double* src, Py_ssize_t w) noexcept
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-def copy_pairs(double[:, ::1] a, const long[::1] src, const long[::1] dst):
-    """a[dst[k]] = a[src[k]] for k in order (a source may be an earlier copy)."""
+def gather_rows(double[:, ::1] out, Py_ssize_t col, const double[:, ::1] a,
+                const long[::1] src, const long[::1] dst=None):
+    """out[dst[k], col:col + width of a] = a[src[k]] for k in order (out may be a: a
+    periodic image, whose source may be an earlier copy); without dst, row k of out (a
+    message to another rank)."""
     cdef Py_ssize_t k, n = src.shape[0], w = a.shape[1]
+    cdef bint rows = dst is not None
     if n == 0 or w == 0:
         return
     with nogil:
         for k in range(n):
             if k + AHEAD < n:
                 prefetch(&a[src[k + AHEAD], 0])
-            copy_row(&a[dst[k], 0], &a[src[k], 0], w)
-
-
-@cython.boundscheck(False)
-@cython.wraparound(False)
-def pack_rows(double[:, ::1] out, Py_ssize_t col, const double[:, ::1] a, const long[::1] sel):
-    """out[k, col:col + width of a] = a[sel[k]]: a message to another rank."""
-    cdef Py_ssize_t k, n = sel.shape[0], w = a.shape[1]
-    if n == 0 or w == 0:
-        return
-    with nogil:
-        for k in range(n):
-            if k + AHEAD < n:
-                prefetch(&a[sel[k + AHEAD], 0])
-            copy_row(&out[k, col], &a[sel[k], 0], w)
+            copy_row(&out[dst[k] if rows else k, col], &a[src[k], 0], w)
 
 
 @cython.boundscheck(False)

@@ -13,7 +13,7 @@ repeats them with positions and velocities only.
 import numpy as np
 from mpi4py import MPI
 
-from .._kernels.ghost_copy import copy_pairs, pack_rows, unpack_rows
+from .._kernels.ghost_copy import gather_rows, unpack_rows
 from .exchange import record_dtype, sendrecv_records
 
 REFRESHED = ("pos", "vel", "angvel")     # what changes between rebuilds
@@ -103,7 +103,7 @@ class GhostExchange:
         for step in self._plan():
             if step[0] == "local":                       # periodic images of this rank
                 for a in arrays:
-                    copy_pairs(a, step[1], step[2])
+                    gather_rows(a, 0, a, step[1], step[2])
                 continue
             reqs, received = [], []
             for k, sel, dest, source, first, count in step[1]:
@@ -115,7 +115,7 @@ class GhostExchange:
                     send = np.empty((len(sel), width))
                     c = 0
                     for a in arrays:
-                        pack_rows(send, c, a, sel)
+                        gather_rows(send, c, a, sel)
                         c += a.shape[1]
                     reqs.append(cart.Isend(send, dest=dest, tag=tag + k))
             if reqs:

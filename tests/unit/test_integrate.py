@@ -105,7 +105,7 @@ def test_drift_in_place_of_the_build_positions():
                            300, 1) == 0.0
 
 
-def test_copy_pairs_forwards_images_in_order():
+def test_gather_rows_forwards_images_in_order():
     """a[dst[k]] = a[src[k]] in order: a later row may copy an earlier copy (a corner
     image of an edge image), as numpy's fancy indexing swap by swap."""
     rng = np.random.default_rng(5)
@@ -117,7 +117,10 @@ def test_copy_pairs_forwards_images_in_order():
         ref[first:first + len(sel)] = ref[sel]
         src.append(sel)
         dst.append(np.arange(first, first + len(sel)))
-    ghost_copy.copy_pairs(a, np.concatenate(src), np.concatenate(dst))
+    ghost_copy.gather_rows(a, 0, a, np.concatenate(src), np.concatenate(dst))
     assert same_bits(a, ref)
-    ghost_copy.copy_pairs(a, np.empty(0, np.int64), np.empty(0, np.int64))   # nothing
+    ghost_copy.gather_rows(a, 0, a, np.empty(0, np.int64), np.empty(0, np.int64))  # none
+    msg = np.zeros((2, 7))                          # a message: rows 0, 1 from column 3
+    ghost_copy.gather_rows(msg, 3, a, np.array([24, 2]))
+    assert same_bits(msg[:, 3:], a[[24, 2]]) and not msg[:, :3].any()
     assert same_bits(a, ref)
