@@ -36,7 +36,10 @@ def gather_rows(double[:, ::1] out, Py_ssize_t col, const double[:, ::1] a,
         for k in range(n):
             if k + AHEAD < n:
                 prefetch(&a[src[k + AHEAD], 0])
-            copy_row(&out[dst[k] if rows else k, col], &a[src[k], 0], w)
+            if rows:
+                copy_row(&out[dst[k], col], &a[src[k], 0], w)
+            else:
+                copy_row(&out[k, col], &a[src[k], 0], w)
 
 
 @cython.boundscheck(False)
