@@ -44,7 +44,7 @@ def openmp_flags():
 # -mno-fma alone does not stop it, and a body's result then depends on whether it falls
 # in the vector loop or its scalar remainder (the batch it is in). These are built
 # without AVX-512; tests/unit/test_build.py checks that no kernel holds an FMA.
-NO_AVX512 = {"ellipsoid", "rigid_body"}
+NO_AVX512 = {"ellipsoid", "integrate", "rigid_body"}
 
 
 def arch_flags(name):

@@ -149,6 +149,11 @@ class Simulation:
         self._restoring = False       # restarted: first Verlet list still to build
         self._dirty = True            # particles/materials changed: rebuild before forces
         self._build_pos = None
+        # the next step's rebuild test, carried by this step's reduction (several ranks):
+        # run() allows it between two of its steps; the scheme's kick computes it
+        self._predict = self._predicting = False
+        self._ahead = 0.0               # this rank's value (the scheme's kick)
+        self._next_moved2 = None        # every rank's largest, for the next step only
         self._checked_dt = False
         self.shapes = False           # any non-sphere (the same on every rank)
         self.polyhedra = False        # any polyhedron (the same on every rank)
@@ -785,12 +790,16 @@ class Simulation:
         n = validate.steps_to_run(steps, until, self.time, self.dt)
         show = Progress(self, n) if progress or (progress is None and self.rank == 0 and
                                                  sys.stdout.isatty()) else None
-        for _ in range(n):
-            self.step()
-            if show:
-                show.update()
-            if self.stopped:
-                break
+        try:
+            for k in range(n):
+                self._predict = k + 1 < n       # the next step follows: nothing between
+                self.step()
+                if show:
+                    show.update()
+                if self.stopped:
+                    break
+        finally:
+            self._predict, self._next_moved2 = False, None
         if show:
             show.close()
 
@@ -806,6 +815,7 @@ class Simulation:
             self.scheme.check(self)
             self._checked_dt = True
         clock = time.perf_counter()
+        predicted, self._next_moved2 = self._next_moved2, None
         since_build = st.pos if self._dirty else self._build_pos
         if self.shapes:
             self.rotation.save(st)
@@ -827,7 +837,8 @@ class Simulation:
         t1 = time.perf_counter()
         self.timers["integrate"] += t1 - clock
         if not self._dirty and self.size > 1:   # every rank rebuilds on the same steps
-            moved2 = self.collective.max(moved2)
+            moved2 = (max(predicted, self.mesh_walls.moved2()) if predicted is not None
+                      else self.collective.max(moved2))
         within = moved2 <= (0.5 * self.skin) ** 2 if self.skin is not None else False
         if self._dirty or self._restoring or not within:
             # after a restart, the first list keeps the original rebuild schedule
@@ -836,6 +847,12 @@ class Simulation:
         else:
             self.ghosts.refresh(st, ("orient",) if self.shapes else ())
             self.timers["comm"] += time.perf_counter() - t1
+        # the kick may compute the next drift's rebuild test (same bits) when nothing
+        # can change positions or velocities before that drift (no events, rigid
+        # rotations or deforming cell): then one reduction per step
+        self._predicting = (self._predict and self.size > 1 and self.scheme.predicts_rebuild
+                            and not self.events and not self.shapes and
+                            not self.cell.deforming)
         problem, bad = self.scheme.advance(self)
         t4 = time.perf_counter()
         if bad >= 0:                            # the root cause of a NaN overlap too
@@ -849,11 +866,17 @@ class Simulation:
                             "centres: the contact normal is undefined)"
                             % (min(st.id[bad], twin), max(st.id[bad], twin), fmt(st.pos[bad])))
         # one Allreduce tells every rank alike whether any rank found a problem or
-        # received a signal
-        failed, signum = self.collective.max(np.array([problem is not None,
-                                                       self.signals.received], float))
+        # received a signal (and carries the next step's rebuild test)
+        flags = [problem is not None, self.signals.received]
+        if self._predicting:
+            flags.append(self._ahead)
+        if self.size > 1:
+            flags = self.collective.max(np.array(flags, float))
+        failed, signum = flags[0], flags[1]
         if failed:
             self.collective.raise_if_any(problem, SimulationError)
+        if self._predicting:
+            self._next_moved2 = float(flags[2])
         if self.check_ids:
             diagnostics.verify_ids(self, self._ids)
         self.timers["comm"] += time.perf_counter() - t4

@@ -126,15 +126,28 @@ cdef inline quat qmul(quat a, quat b) noexcept nogil:
     r.z = a.w * b.z + a.x * b.y - a.y * b.x + a.z * b.w
     return r
 
+cdef inline bint in_series(double h2) noexcept nogil:
+    """qaxisangle takes the series below this squared half-angle (integrate.pyx evaluates
+    them for a block of particles at once, where the divisions vectorize)."""
+    return h2 < 1e-4
+
+cdef inline double half_cos_series(double h2) noexcept nogil:
+    """cos h for h2 = h^2 in_series: its Taylor series to h^8."""
+    return 1.0 - h2 * (0.5 - h2 * (1.0 / 24.0 - h2 * (1.0 / 720.0 - h2 / 40320.0)))
+
+cdef inline double half_sinc_series(double h2) noexcept nogil:
+    """sin(h) / (2 h) for h2 = h^2 in_series: its Taylor series to h^8."""
+    return 0.5 * (1.0 - h2 * (1.0 / 6.0 - h2 * (1.0 / 120.0 - h2 / 5040.0)))
+
 cdef inline quat qaxisangle(v3 rot) noexcept nogil:
     """Unit quaternion of the rotation vector rot (axis * angle), exact for any angle.
     For half-angles h < 0.01 (every DEM step in practice) cos h and sin(h)/h come from
     their Taylor series to h^8, exact to round-off, without sqrt or trigonometry."""
     cdef double h2 = 0.25 * vdot(rot, rot), ang, s
     cdef quat q
-    if h2 < 1e-4:
-        q.w = 1.0 - h2 * (0.5 - h2 * (1.0 / 24.0 - h2 * (1.0 / 720.0 - h2 / 40320.0)))
-        s = 0.5 * (1.0 - h2 * (1.0 / 6.0 - h2 * (1.0 / 120.0 - h2 / 5040.0)))
+    if in_series(h2):
+        q.w = half_cos_series(h2)
+        s = half_sinc_series(h2)
     else:
         ang = sqrt(4.0 * h2)
         q.w = cos(0.5 * ang)

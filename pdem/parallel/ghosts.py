@@ -13,6 +13,7 @@ repeats them with positions and velocities only.
 import numpy as np
 from mpi4py import MPI
 
+from .._kernels.ghost_copy import gather_rows, unpack_rows
 from .exchange import record_dtype, sendrecv_records
 
 REFRESHED = ("pos", "vel", "angvel")     # what changes between rebuilds
@@ -23,6 +24,7 @@ class GhostExchange:
         self.dec = decomposition
         self.swaps = []            # (send indices, dest, source, first received slot, count)
         self.bytes_per_refresh = 0
+        self._planned = self._steps = None      # the refresh plan of these swaps (_plan)
 
     def build(self, owned, cutoff, order=None, ref=None):
         """Return owned + ghost fields (ghosts appended in swap order); with `order`,
@@ -104,35 +106,63 @@ class GhostExchange:
 
     def refresh_arrays(self, arrays, tag=100):
         """Copy the source rows of each array (rows = local particles, ghosts after the
-        owned ones) into its ghost rows. Swaps run in build order (later swaps forward
-        ghosts of earlier ones); each message is posted only when non-empty, which both
-        sides know from the build; all arrays travel in one message per swap."""
+        owned ones) into its ghost rows, in the order of the build (later swaps forward
+        ghosts of earlier ones; kernels in pyx/ghost_copy.pyx, no temporaries)."""
         cart = self.dec.cart
         width = sum(a.shape[1] for a in arrays)
-        for k, (sel, dest, source, first, count) in enumerate(self.swaps):
-            if count == 0 and len(sel) == 0:             # nothing either way (known
-                continue                                 # to both sides from the build)
-            if dest == source == self.dec.rank:          # periodic image of this rank
+        for step in self._plan():
+            if step[0] == "local":                       # periodic images of this rank
                 for a in arrays:
-                    a[first:first + count] = a[sel]
+                    gather_rows(a, 0, a, step[1], step[2])
                 continue
-            reqs = []
-            recv = np.empty((count, width))
-            if count:
-                reqs.append(cart.Irecv(recv, source=source, tag=tag + k))
-            if len(sel):
-                send = np.empty((len(sel), width))
-                c = 0
-                for a in arrays:
-                    send[:, c:c + a.shape[1]] = a[sel]
-                    c += a.shape[1]
-                reqs.append(cart.Isend(send, dest=dest, tag=tag + k))
+            reqs, received = [], []
+            for k, sel, dest, source, first, count in step[1]:
+                if count:
+                    recv = np.empty((count, width))
+                    reqs.append(cart.Irecv(recv, source=source, tag=tag + k))
+                    received.append((recv, first))
+                if len(sel):
+                    send = np.empty((len(sel), width))
+                    c = 0
+                    for a in arrays:
+                        gather_rows(send, c, a, sel)
+                        c += a.shape[1]
+                    reqs.append(cart.Isend(send, dest=dest, tag=tag + k))
             if reqs:
                 MPI.Request.Waitall(reqs)
-            c = 0
-            for a in arrays:
-                a[first:first + count] = recv[:, c:c + a.shape[1]]
-                c += a.shape[1]
+            for recv, first in received:
+                c = 0
+                for a in arrays:
+                    unpack_rows(a, first, recv, c)
+                    c += a.shape[1]
+
+    def _plan(self):
+        """The refresh of the current swaps, made once per build: ("local", sources,
+        ghost rows) for consecutive axes whose swaps are periodic images of this rank
+        (merged in order: one copy per array), ("remote", swaps) for an axis whose two
+        swaps go to other ranks (both in flight at once: each sends only rows from
+        before the axis). Swaps with nothing either way (known to both sides from the
+        build) are left out."""
+        if self._planned is self.swaps:
+            return self._steps
+        rank, steps = self.dec.rank, []
+        for axis in range(0, len(self.swaps), 2):
+            pair = [(k,) + tuple(self.swaps[k]) for k in (axis, axis + 1)
+                    if self.swaps[k][4] or len(self.swaps[k][0])]
+            if not pair:
+                continue
+            if all(dest == source == rank for _, _, dest, source, _, _ in pair):
+                src = [sel for _, sel, *_ in pair]
+                dst = [np.arange(first, first + count) for *_, first, count in pair]
+                if steps and steps[-1][0] == "local":
+                    src, dst = [steps[-1][1]] + src, [steps[-1][2]] + dst
+                    steps.pop()
+                steps.append(("local", np.concatenate(src).astype(np.int64),
+                              np.concatenate(dst).astype(np.int64)))
+            else:
+                steps.append(("remote", pair))
+        self._planned, self._steps = self.swaps, steps
+        return steps
 
     def reverse_add(self, arrays, tag=500):
         """Send the ghost rows of each array back along the recorded swaps, in reverse

@@ -38,6 +38,8 @@ class Scheme:
     stiffness = True
     lever_flags = 0
     particle_fields = ()        # OPTIONAL particle fields the scheme needs (pdem/particles.py)
+    # advance sets sim._ahead, the next drift's rebuild test, when sim._predicting
+    predicts_rebuild = False
 
     def reach(self, sim, radius):
         return 0.0

@@ -25,6 +25,7 @@ MAX_RAYLEIGH_FRACTION = 0.2
 class Explicit(Scheme):
     """Explicit DEM: forces at t from every interaction kind, then the kick."""
     name = "explicit"
+    predicts_rebuild = True
 
     def reach(self, sim, radius):
         """Distance added to the Verlet skin: a JKR contact holds in tension down to the
@@ -73,8 +74,13 @@ class Explicit(Scheme):
         sim.timers["contact"] += t1 - clock
         if sim.shapes:                  # non-spheres: integrate.kick's rotation undone
             omega = st.angvel[sim.rotation.index(st)]
-        bad = integrate.kick(st.vel, st.angvel, st.force, st.torque, st.mass, st.inertia,
-                             st.blocked, sim.gravity, sim.dt, st.n_own, sim.threads)
+        if sim._predicting:            # and the next drift's rebuild test (pdem/simulation.py)
+            bad, sim._ahead = integrate.kick_and_predict(
+                st.vel, st.angvel, st.force, st.torque, st.mass, st.inertia, st.blocked,
+                sim.gravity, sim.dt, st.n_own, sim.threads, st.pos, sim._build_pos)
+        else:
+            bad = integrate.kick(st.vel, st.angvel, st.force, st.torque, st.mass, st.inertia,
+                                 st.blocked, sim.gravity, sim.dt, st.n_own, sim.threads)
         if sim.shapes:                  # ... and L kicked instead (pdem/shapes.py)
             bad_l = sim.rotation.kick(st, sim.dt, sim.threads, omega)
             bad = bad if bad >= 0 else bad_l

@@ -1,0 +1,39 @@
+"""One global reduction per step between rebuilds (issue 14): the kick computes the
+next drift's rebuild test, which rides on the step's reduction of errors and signals
+(pdem/simulation.py). The run must be the one of single steps, where every step
+reduces its own drift's test (the schedule of rebuilds and every bit the same)."""
+from mpi4py import MPI
+
+from scenes import assert_same_state, sheared_box, state
+
+
+def test_one_reduction_per_step_and_the_same_run():
+    comm = MPI.COMM_WORLD
+    steps = 120
+    a, b = sheared_box(comm), sheared_box(comm)
+    calls, rebuilt = [], []
+    reduce, rebuild = a.collective._allreduce, a._rebuild
+
+    def counted(*args, **kw):
+        calls.append(a.step_count)
+        return reduce(*args, **kw)
+
+    def build(*args, **kw):
+        rebuilt.append(a.step_count)
+        return rebuild(*args, **kw)
+    a.run(steps=1)
+    a.collective._allreduce, a._rebuild = counted, build
+    a.run(steps=steps)
+    b.run(steps=1)
+    for _ in range(steps):
+        b.run(steps=1)                       # no next step in the run: no prediction
+    assert a.n_rebuilds == b.n_rebuilds and len(rebuilt) >= 2
+    assert_same_state(state(a), state(b))
+    per_step = {s: calls.count(s) for s in set(calls)}
+    first = min(per_step)                    # the run's first step reduces its own test
+    quiet = [s for s in range(first + 1, first + steps) if s not in rebuilt]
+    if comm.size > 1:
+        assert per_step[first] == 2 or first in rebuilt
+        assert [per_step.get(s, 0) for s in quiet] == [1] * len(quiet)
+    else:
+        assert not calls                     # one rank: no reduction at all
