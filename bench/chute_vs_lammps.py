@@ -111,7 +111,7 @@ def make_sim(init, args):
     L, H = float(init["L"]), float(init["H"])
     dom = pdem.Domain((0.0, 0.0, 0.0), (L, L, H), periodic=(True, True, False))
     sim = pdem.Simulation(dom, DT, gravity=(GRAVITY * math.sin(th), 0.0, -GRAVITY * math.cos(th)),
-                          skin=SKIN, threads=1)
+                          skin=SKIN, threads=args.threads)
     m = sim.material("grain", density=DENSITY, law="hooke", kn=KN, kt=KT, gamma_n=GAMMA_N,
                      gamma_t=gamma_t(args), friction=MU)
     sim.add_plane((0, 0, 0), (0, 0, 1), m)      # the floor
@@ -159,7 +159,7 @@ def worker_pdem(args):
     from mpi4py import MPI
     comm = MPI.COMM_WORLD
     if args.warmup:
-        sim = pdem.restart(args.ckpt, threads=1)
+        sim = pdem.restart(args.ckpt, threads=args.threads)
     else:
         sim = make_sim(np.load(args.init), args)
     n = sim.n_particles
@@ -281,12 +281,13 @@ def launch(n, args, worker, **paths):
     os.close(fd)
     cmd = mpirun(n, args.mpirun_args) + [
         sys.executable, "-m", "mpi4py", os.path.abspath(__file__), "--worker", worker,
-        "--out", out, "--steps", str(args.steps), "--warmup", str(args.warmup)]
+        "--out", out, "--steps", str(args.steps), "--warmup", str(args.warmup),
+        "--threads", str(args.threads)]
     if args.tangential_damping:
         cmd.append("--tangential-damping")
     for k, v in paths.items():
         cmd += ["--" + k, str(v)]
-    env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     res = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if res.returncode != 0:
@@ -322,6 +323,8 @@ def main(argv=None):
     ap.add_argument("--ranks", type=int, default=1,
                     help="also time both codes on this many ranks (e.g. 2: the 1 -> 2 rank "
                          "speedups); default 1: one core each only")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="pdem's OpenMP threads per rank (1; LAMMPS stays at 1)")
     ap.add_argument("--v0", type=float, default=1.0, help="initial velocity down the slope (1.0)")
     ap.add_argument("--sigma", type=float, default=0.05,
                     help="standard deviation of the initial random velocity per component (0.05)")
