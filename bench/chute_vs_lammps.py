@@ -111,7 +111,7 @@ def make_sim(init, args):
     L, H = float(init["L"]), float(init["H"])
     dom = pdem.Domain((0.0, 0.0, 0.0), (L, L, H), periodic=(True, True, False))
     sim = pdem.Simulation(dom, DT, gravity=(GRAVITY * math.sin(th), 0.0, -GRAVITY * math.cos(th)),
-                          skin=SKIN, threads=args.threads)
+                          skin=SKIN, threads=getattr(args, "threads", 1))
     m = sim.material("grain", density=DENSITY, law="hooke", kn=KN, kt=KT, gamma_n=GAMMA_N,
                      gamma_t=gamma_t(args), friction=MU)
     sim.add_plane((0, 0, 0), (0, 0, 1), m)      # the floor
