@@ -14,7 +14,7 @@ static prange gives the same bits for any thread count.
 cimport cython
 from cython.parallel cimport prange, threadid
 from libc.math cimport sqrt
-from vecmath cimport v3, vld, vst, vsub, vdot
+from vecmath cimport v3, vld, vst, vsub, vdot, lowest_along
 from trigeom cimport tri_closest
 import numpy as np
 
@@ -179,8 +179,8 @@ cdef double sheet_escape(Mesh M, const int* facet, int m, v3 x, v3 nk, double co
     m.A - min_v m.x_v, m the edge's outward normal in its facet's plane. Smaller than a
     face's deepest vertex: the body wraps around the sheet's edge (a rock across the top
     of a rim) and the vertex depths below the face are not its overlap."""
-    cdef double best = INFINITY, pen, lo, sd
-    cdef int j, e, i
+    cdef double best = INFINITY, pen, sd
+    cdef int j, e
     cdef long long g, edge
     cdef v3 ng, A, B, C, mm
     for j in range(m):
@@ -202,11 +202,7 @@ cdef double sheet_escape(Mesh M, const int* facet, int m, v3 x, v3 nk, double co
             if vdot(mm, vsub(C, A)) > 0.0:
                 mm = vneg(mm)
             mm = vscale(mm, 1.0 / sqrt(vdot(mm, mm)))
-            lo = INFINITY
-            for i in range(nv):
-                if vdot(mm, xv[i]) < lo:
-                    lo = vdot(mm, xv[i])
-            pen = vdot(mm, A) - lo
+            pen = vdot(mm, A) - lowest_along(mm, xv, nv)
             if pen < best:
                 best = pen
     return best

@@ -48,7 +48,7 @@ the segments' (skip[w]): a segment's GJK/EPA sees its end points.
 cimport cython
 from cython.parallel cimport prange, threadid
 from libc.math cimport sqrt, atan2, INFINITY
-from vecmath cimport v3, V, vld, vst, vadd, vsub, vscale, vdot, vneg, mtdot, q2m, quat, m33
+from vecmath cimport v3, V, vld, vst, vadd, vsub, vscale, vdot, vneg, mtdot, q2m, quat, m33, lowest_along
 from contact_row cimport S_NCOLS, Load, contact_update
 from gjk cimport Convex, MinkResult, cv_poly, mk_query, MK_OVERLAP
 from union_find cimport uf_root, uf_join
@@ -96,8 +96,8 @@ cdef inline double escape(const int* element, const double[:, ::1] ea,
     """How far the polygon must move along a segment, out past a free end, to leave the
     segments parallel to nk (polyhedron_facet's sheet_escape in 2D): min over those ends
     of m.e - min_v m.x_v, m the segment's direction out of the end e."""
-    cdef double best = INFINITY, lo, pen, ll
-    cdef int j, i, end
+    cdef double best = INFINITY, pen, ll
+    cdef int j, end
     cdef v3 a, b, mm, e
     for j in range(m):
         if U0[j] == -INFINITY or vdot(ns[j], nk) < PARALLEL:
@@ -111,11 +111,7 @@ cdef inline double escape(const int* element, const double[:, ::1] ea,
             ll = sqrt(vdot(mm, mm))
             mm = vscale(mm, 1.0 / ll)
             e = a if end == 0 else b
-            lo = INFINITY
-            for i in range(nc):
-                if vdot(mm, xv[i]) < lo:
-                    lo = vdot(mm, xv[i])
-            pen = vdot(mm, e) - lo
+            pen = vdot(mm, e) - lowest_along(mm, xv, nc)
             if pen < best:
                 best = pen
     return best

@@ -1,7 +1,7 @@
 # Header-only inline 3-vector, 3x3 matrix (rows) and quaternion math for the kernels.
 # Everything is pass-by-value on small structs so the C compiler keeps it in
 # registers. No allocation, no Python objects: safe inside nogil/prange.
-from libc.math cimport sqrt, fabs, sin, cos
+from libc.math cimport sqrt, fabs, sin, cos, INFINITY
 
 ctypedef struct v3:
     double x
@@ -87,6 +87,15 @@ cdef inline double vdot(v3 a, v3 b) noexcept nogil:
 
 cdef inline v3 vcross(v3 a, v3 b) noexcept nogil:
     return V(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x)
+
+cdef inline double lowest_along(v3 d, const v3* pts, int n) noexcept nogil:
+    """min over the n points of d . p: how far the point set reaches along -d."""
+    cdef double lo = INFINITY
+    cdef int i
+    for i in range(n):
+        if vdot(d, pts[i]) < lo:
+            lo = vdot(d, pts[i])
+    return lo
 
 cdef inline double vnorm(v3 a) noexcept nogil:
     return sqrt(vdot(a, a))
