@@ -11,7 +11,7 @@ deterministic.
 """
 cimport cython
 from cython.parallel cimport prange
-from cellgrid cimport cell_index, cell_sort, grid_size, sort_run_by_id
+from cellgrid cimport cell_coord, cell_index, cell_sort, grid_size, sort_run_by_id
 import numpy as np
 
 
@@ -150,6 +150,20 @@ def build_plane_pairs(const double[:, ::1] pos, const double[::1] radius, int n_
 
 # ---------------------------------------------------------------- rows sorted by key
 from libc.stdlib cimport malloc, realloc, free
+from libc.math cimport sqrt, ceil, fabs
+from time import perf_counter as _pc
+PH = [0.0] * 5
+cdef long NT = 0
+def ntests():
+    global NT
+    t = NT
+    NT = 0
+    return t
+cdef bint OLD = False, NARROW = True
+def set_flags(old, narrow):
+    global OLD, NARROW
+    OLD = old
+    NARROW = narrow
 
 
 cdef inline bint _less_entry(long ka, int pa, long kb, int pb) noexcept nogil:
@@ -183,15 +197,19 @@ def build_pair_rows(const double[:, ::1] pos, const int[:, ::1] image,
         uniq, group_arr = np.unique(ids_arr, return_inverse=True)
         group_arr = np.ascontiguousarray(group_arr, np.int64)
         n_groups = len(uniq)
+    if OLD:
+        return _pair_rows_old(pos, image, cell, radius, ids, n_own, skin, group_arr, id_lo,
+                      n_groups)
     return _pair_rows(pos, image, cell, radius, ids, n_own, skin, group_arr, id_lo,
                       n_groups)
 
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[:, ::1] cell,
+cdef _pair_rows_old(const double[:, ::1] pos, const int[:, ::1] image, const double[:, ::1] cell,
                 const double[::1] radius, const long[::1] ids, int n_own, double skin,
                 const long[::1] group, long id_lo, long n_groups):
+    global NT
     cdef Py_ssize_t n = pos.shape[0], i, j, k, e, f, s, m, cap, nrow
     cdef int d, a, b
     cdef long c, cx, cy, cz, x, y, z, g, nb, kb, ka
@@ -256,6 +274,7 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
                             continue
                         if cid[f] == cid[e]:
                             continue
+                        NT += 1
                         dx = cs[f, 0] - xj
                         dy = cs[f, 1] - yj
                         dz = cs[f, 2] - zj
@@ -320,6 +339,287 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
         free(pk)
         # gstart[g] is now the end of group g; sort each group by (key, local index of
         # particle 1) and keep the first row of each key
+        nrow = 0
+        s = 0
+        for g in range(n_groups):
+            e = gstart[g]
+            for i in range(s + 1, e):          # insertion sort: groups are short
+                ka, a, b = ek[i], ea[i], eb[i]
+                j = i - 1
+                while j >= s and _less_entry(ka, a, ek[j], ea[j]):
+                    ek[j + 1] = ek[j]
+                    ea[j + 1] = ea[j]
+                    eb[j + 1] = eb[j]
+                    j -= 1
+                ek[j + 1] = ka
+                ea[j + 1] = a
+                eb[j + 1] = b
+            for i in range(s, e):
+                if i > s and ek[i] == ek[i - 1]:
+                    continue
+                ek[nrow] = ek[i]
+                ea[nrow] = ea[i]
+                eb[nrow] = eb[i]
+                nrow += 1
+            s = e
+    return ea_arr[:nrow].copy(), eb_arr[:nrow].copy(), ek_arr[:nrow].copy()
+
+
+cdef inline void _shifted(const double[:, ::1] pos, const int[:, ::1] image,
+                          const double[:, ::1] cell, Py_ssize_t i, double* x) noexcept nogil:
+    """x = pos[i] + image[i] L (the same operations wherever it is needed)."""
+    cdef int d
+    for d in range(3):
+        x[d] = pos[i, d] + (image[i, 0] * cell[d, 0] + image[i, 1] * cell[d, 1]
+                            + image[i, 2] * cell[d, 2])
+
+
+cdef int _grow_rows(int** pa, int** pb, long** pk, Py_ssize_t* cap) noexcept nogil:
+    """Double the row buffers; -1 when out of memory (the old buffers stay valid)."""
+    cdef int* t
+    cdef long* tk
+    t = <int*>realloc(pa[0], 2 * cap[0] * sizeof(int))
+    if t == NULL:
+        return -1
+    pa[0] = t
+    t = <int*>realloc(pb[0], 2 * cap[0] * sizeof(int))
+    if t == NULL:
+        return -1
+    pb[0] = t
+    tk = <long*>realloc(pk[0], 2 * cap[0] * sizeof(long))
+    if tk == NULL:
+        return -1
+    pk[0] = tk
+    cap[0] *= 2
+    return 0
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[:, ::1] cell,
+                const double[::1] radius, const long[::1] ids, int n_own, double skin,
+                const long[::1] group, long id_lo, long n_groups):
+    global NT
+    cdef Py_ssize_t n = pos.shape[0], i, j, k, e, f, s, m, cap, nrow, fs, fe, e0, e1
+    cdef int d, a, b, st, dxy, nst
+    cdef long c, cx, cy, cz, g, ka, col, zlo, zhi, ncell, ox, oy
+    cdef double h, inv_h, reach, reach2, big, dx, dy, dz, rr, xj, yj, zj, rj, gx2, w
+    cdef double lo[3]
+    cdef double hi[3]
+    cdef double x[3]
+    cdef double gxs[5]
+    cdef double gys[5]
+    cdef long nc[3]
+    cdef int sx[12]
+    cdef int sy[12]
+    cdef bint dense = group.shape[0] == 0, gj, oom = False
+    cdef double rmax = 0.0
+    _t0 = _pc()
+    # the bounding box of the shifted positions and the pair range
+    for d in range(3):
+        lo[d] = 1e308
+        hi[d] = -1e308
+    with nogil:
+        for i in range(n):
+            if radius[i] > rmax:
+                rmax = radius[i]
+            _shifted(pos, image, cell, i, x)
+            for d in range(3):
+                if x[d] < lo[d]:
+                    lo[d] = x[d]
+                if x[d] > hi[d]:
+                    hi[d] = x[d]
+    PH[0] += _pc() - _t0; _t0 = _pc()
+    # cells of edge half the pair range (LAMMPS's binsize), a little wider than the
+    # range so that rounding never hides a pair; grown while there are more than
+    # 8 n cells (a sparse cloud); the stencil reaches k = ceil(reach / h) <= 2 cells
+    big = 0.0
+    for d in range(3):
+        big = max(big, fabs(lo[d]), fabs(hi[d]))
+    reach = (2.0 * rmax + skin) * (1.0 + 1e-9) + big * 1e-13
+    h = 0.5 * reach
+    while True:
+        for d in range(3):
+            nc[d] = <long>((hi[d] - lo[d]) / h) + 1
+        if nc[0] * nc[1] * nc[2] <= 8 * n + 1024:
+            break
+        h *= 1.26
+    inv_h = 1.0 / h
+    cdef int kk = <int>ceil(reach * inv_h)
+    if kk > 2:
+        kk = 2
+    reach2 = reach * reach
+    ncell = nc[0] * nc[1] * nc[2]
+    # the forward half of the columns (dx, dy) within kk cells
+    nst = 0
+    for ox in range(-kk, kk + 1):
+        for oy in range(-kk, kk + 1):
+            if ox > 0 or (ox == 0 and oy > 0):
+                sx[nst] = <int>ox
+                sy[nst] = <int>oy
+                nst += 1
+    # counting sort by cell (x-major, z fastest: the cells of a column are contiguous);
+    # copies in cell order, so that the candidate loop streams through memory
+    cell_arr = np.empty(n, dtype=np.int32)
+    start_arr = np.zeros(ncell + 1, dtype=np.int64)
+    cs_arr = np.empty((n, 4))
+    cid_arr = np.empty(n, dtype=np.int64)
+    mem_arr = np.empty(n, dtype=np.int32)
+    cdef int[::1] cellof = cell_arr
+    cdef long[::1] start = start_arr
+    cdef double[:, ::1] cs = cs_arr
+    cdef long[::1] cid = cid_arr
+    cdef int[::1] members = mem_arr
+    with nogil:
+        for i in range(n):
+            _shifted(pos, image, cell, i, x)
+            c = cell_index(x[0], x[1], x[2], lo, inv_h, nc)
+            cellof[i] = <int>c
+            start[c + 1] += 1
+        for c in range(ncell):
+            start[c + 1] += start[c]
+        for i in range(n):
+            c = cellof[i]
+            e = start[c]
+            start[c] = e + 1
+            _shifted(pos, image, cell, i, x)
+            cs[e, 0] = x[0]
+            cs[e, 1] = x[1]
+            cs[e, 2] = x[2]
+            cs[e, 3] = radius[i]
+            cid[e] = ids[i]
+            members[e] = <int>i
+        for c in range(ncell, 0, -1):
+            start[c] = start[c - 1]
+        start[0] = 0
+    PH[1] += _pc() - _t0; _t0 = _pc()
+    cap = 4 * n + 1024
+    cdef int* pa = <int*>malloc(cap * sizeof(int))
+    cdef int* pb = <int*>malloc(cap * sizeof(int))
+    cdef long* pk = <long*>malloc(cap * sizeof(long))
+    if pa == NULL or pb == NULL or pk == NULL:
+        free(pa)
+        free(pb)
+        free(pk)
+        raise MemoryError()
+    m = 0
+    with nogil:
+        for cx in range(nc[0]):
+            for cy in range(nc[1]):
+                col = (cx * nc[1] + cy) * nc[2]
+                if start[col] == start[col + nc[2]]:
+                    continue
+                for cz in range(nc[2]):
+                    e0 = start[col + cz]
+                    e1 = start[col + cz + 1]
+                    if e0 == e1:
+                        continue
+                    zlo = cz - kk if cz >= kk else 0
+                    zhi = cz + kk if cz + kk < nc[2] else nc[2] - 1
+                    for e in range(e0, e1):
+                        xj, yj, zj, rj = cs[e, 0], cs[e, 1], cs[e, 2], cs[e, 3]
+                        gj = members[e] >= n_own
+                        # squared distances in x and y to the columns kk cells around
+                        for dxy in range(-kk, kk + 1):
+                            if dxy < 0:
+                                gxs[dxy + 2] = xj - (lo[0] + (cx + dxy + 1) * h)
+                                gys[dxy + 2] = yj - (lo[1] + (cy + dxy + 1) * h)
+                            elif dxy > 0:
+                                gxs[dxy + 2] = (lo[0] + (cx + dxy) * h) - xj
+                                gys[dxy + 2] = (lo[1] + (cy + dxy) * h) - yj
+                            else:
+                                gxs[2] = 0.0
+                                gys[2] = 0.0
+                        for st in range(nst + 1):
+                            if st == nst:              # this column, rows after e
+                                fs = e + 1
+                                fe = start[col + zhi + 1]
+                            else:
+                                ox = cx + sx[st]
+                                oy = cy + sy[st]
+                                if ox >= nc[0] or oy < 0 or oy >= nc[1]:
+                                    continue
+                                gx2 = (gxs[sx[st] + 2] * gxs[sx[st] + 2]
+                                       + gys[sy[st] + 2] * gys[sy[st] + 2])
+                                if gx2 >= reach2:
+                                    continue
+                                g = (ox * nc[1] + oy) * nc[2]
+                                if NARROW:
+                                    w = sqrt(reach2 - gx2)
+                                    fs = start[g + cell_coord(zj - w, lo[2], inv_h, nc[2])]
+                                    fe = start[g + cell_coord(zj + w, lo[2], inv_h, nc[2]) + 1]
+                                else:
+                                    fs = start[g + zlo]
+                                    fe = start[g + zhi + 1]
+                            for f in range(fs, fe):
+                                if gj and members[f] >= n_own:
+                                    continue
+                                if cid[f] == cid[e]:
+                                    continue
+                                NT += 1
+                                dx = cs[f, 0] - xj
+                                dy = cs[f, 1] - yj
+                                dz = cs[f, 2] - zj
+                                rr = rj + cs[f, 3] + skin
+                                if dx * dx + dy * dy + dz * dz < rr * rr:
+                                    if m == cap and not oom:
+                                        oom = _grow_rows(&pa, &pb, &pk, &cap) < 0
+                                    if oom:
+                                        continue
+                                    if cid[e] < cid[f]:
+                                        pa[m] = members[e]
+                                        pb[m] = members[f]
+                                        pk[m] = (cid[e] << 32) | cid[f]
+                                    else:
+                                        pa[m] = members[f]
+                                        pb[m] = members[e]
+                                        pk[m] = (cid[f] << 32) | cid[e]
+                                    m += 1
+    if oom:
+        free(pa)
+        free(pb)
+        free(pk)
+        raise MemoryError()
+    PH[2] += _pc() - _t0; _t0 = _pc()
+    out = _sorted_rows(pa, pb, pk, m, group, id_lo, n_groups, dense)
+    PH[3] += _pc() - _t0
+    PH[4] += m
+    return out
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef _sorted_rows(int* pa, int* pb, long* pk, Py_ssize_t m, const long[::1] group, long id_lo,
+                  long n_groups, bint dense):
+    """The rows (pa, pb, pk) (freed here) grouped by particle 1's id (a counting sort,
+    stable), each group sorted by (key, local index of particle 1), the first row of
+    each key kept."""
+    cdef Py_ssize_t i, j, s, e, k, nrow
+    cdef long g, ka
+    cdef int a, b
+    gstart_arr = np.zeros(n_groups + 1, dtype=np.int64)
+    cdef long[::1] gstart = gstart_arr
+    ea_arr = np.empty(m, dtype=np.int32)
+    eb_arr = np.empty(m, dtype=np.int32)
+    ek_arr = np.empty(m, dtype=np.int64)
+    cdef int[::1] ea = ea_arr, eb = eb_arr
+    cdef long[::1] ek = ek_arr
+    with nogil:
+        for k in range(m):
+            g = ((pk[k] >> 32) - id_lo) if dense else group[pa[k]]
+            gstart[g + 1] += 1
+        for g in range(n_groups):
+            gstart[g + 1] += gstart[g]
+        for k in range(m):
+            g = ((pk[k] >> 32) - id_lo) if dense else group[pa[k]]
+            j = gstart[g]
+            ea[j] = pa[k]
+            eb[j] = pb[k]
+            ek[j] = pk[k]
+            gstart[g] = j + 1
+        free(pa)
+        free(pb)
+        free(pk)
         nrow = 0
         s = 0
         for g in range(n_groups):

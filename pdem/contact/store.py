@@ -103,6 +103,15 @@ class ContactBatch:
         batch gets a pool of the copied rows plus a quarter for contacts to come."""
         if self.slot is not None:
             n_old = int(np.count_nonzero(old.active)) if len(self) else 0
+            if old.slot is not None and len(old.state) <= 2 * n_old + 1024 and \
+                    _r.is_sorted(self.key) and _r.is_sorted(old.key):
+                # the old pool as it is (not too large for its contacts): only the
+                # rows' slots move (no copy of the state, no fresh pages)
+                self.state, self.free = old.state, old.free
+                used = _r.carry_slots(self.key, old.key, old.active, old.slot, self.active,
+                                      self.slot, self.free)
+                self.n_free = len(self.state) - used
+                return
             self.pool(n_old + n_old // 4 + 64, 0)
         if len(old) == 0 or len(self) == 0:
             return
