@@ -150,20 +150,8 @@ def build_plane_pairs(const double[:, ::1] pos, const double[::1] radius, int n_
 
 # ---------------------------------------------------------------- rows sorted by key
 from libc.stdlib cimport malloc, realloc, free
-from libc.math cimport sqrt, ceil, fabs
-from time import perf_counter as _pc
-PH = [0.0] * 5
-cdef long NT = 0
-def ntests():
-    global NT
-    t = NT
-    NT = 0
-    return t
-cdef bint OLD = False, NARROW = True
-def set_flags(old, narrow):
-    global OLD, NARROW
-    OLD = old
-    NARROW = narrow
+from libc.math cimport ceil, fabs
+from libc.string cimport memset
 
 
 cdef inline bint _less_entry(long ka, int pa, long kb, int pb) noexcept nogil:
@@ -183,7 +171,8 @@ def build_pair_rows(const double[:, ::1] pos, const int[:, ::1] image,
     each key gives). One pass over a cell list in cell order, each unordered pair
     visited once (half stencil; the distance test is symmetric in a and b); rows are
     then grouped by particle 1's id (counting sort over the id range when it is dense,
-    np.unique otherwise) and each group sorted by (id2, local index of particle 1)."""
+    np.unique otherwise) and each group sorted by (id2, local index of particle 1).
+    The result does not depend on the order in which pairs are found."""
     cdef Py_ssize_t n = pos.shape[0]
     cdef long id_lo, id_hi
     if n == 0:
@@ -197,172 +186,8 @@ def build_pair_rows(const double[:, ::1] pos, const int[:, ::1] image,
         uniq, group_arr = np.unique(ids_arr, return_inverse=True)
         group_arr = np.ascontiguousarray(group_arr, np.int64)
         n_groups = len(uniq)
-    if OLD:
-        return _pair_rows_old(pos, image, cell, radius, ids, n_own, skin, group_arr, id_lo,
-                      n_groups)
     return _pair_rows(pos, image, cell, radius, ids, n_own, skin, group_arr, id_lo,
                       n_groups)
-
-
-@cython.boundscheck(False)
-@cython.wraparound(False)
-cdef _pair_rows_old(const double[:, ::1] pos, const int[:, ::1] image, const double[:, ::1] cell,
-                const double[::1] radius, const long[::1] ids, int n_own, double skin,
-                const long[::1] group, long id_lo, long n_groups):
-    global NT
-    cdef Py_ssize_t n = pos.shape[0], i, j, k, e, f, s, m, cap, nrow
-    cdef int d, a, b
-    cdef long c, cx, cy, cz, x, y, z, g, nb, kb, ka
-    cdef double inv_cell, dx, dy, dz, rr, xj, yj, zj, rj
-    cdef double lo[3]
-    cdef long nc[3]
-    cdef bint dense = group.shape[0] == 0, gj, oom = False
-    sp_arr, start_arr, members_arr, _ = _binned(pos, image, cell, radius, skin, lo, nc,
-                                                &inv_cell)
-    cdef double[:, ::1] sp = sp_arr
-    cdef long[::1] start = start_arr
-    cdef int[::1] members = members_arr
-    cdef long ncell = nc[0] * nc[1] * nc[2]
-    # copies in cell order: the candidate loop reads contiguous memory
-    cs_arr = np.empty((n, 4))
-    cid_arr = np.empty(n, dtype=np.int64)
-    cdef double[:, ::1] cs = cs_arr
-    cdef long[::1] cid = cid_arr
-    for e in range(n):
-        i = members[e]
-        cs[e, 0] = sp[i, 0]
-        cs[e, 1] = sp[i, 1]
-        cs[e, 2] = sp[i, 2]
-        cs[e, 3] = radius[i]
-        cid[e] = ids[i]
-    cap = 8 * n + 1024
-    cdef int* pa = <int*>malloc(cap * sizeof(int))
-    cdef int* pb = <int*>malloc(cap * sizeof(int))
-    cdef long* pk = <long*>malloc(cap * sizeof(long))
-    cdef int* tmp
-    cdef long* tmpk
-    if pa == NULL or pb == NULL or pk == NULL:
-        free(pa)
-        free(pb)
-        free(pk)
-        raise MemoryError()
-    m = 0
-    with nogil:
-        for c in range(ncell):
-            if start[c] == start[c + 1]:
-                continue
-            cz = c % nc[2]
-            cy = (c // nc[2]) % nc[1]
-            cx = c // (nc[1] * nc[2])
-            for nb in range(14):        # the cell itself, then 13 forward neighbors
-                if nb == 0:
-                    x, y, z = cx, cy, cz
-                elif nb < 10:
-                    x, y, z = cx + 1, cy + (nb - 1) // 3 - 1, cz + (nb - 1) % 3 - 1
-                elif nb < 13:
-                    x, y, z = cx, cy + 1, cz + nb - 11
-                else:
-                    x, y, z = cx, cy, cz + 1
-                if x >= nc[0] or y < 0 or y >= nc[1] or z < 0 or z >= nc[2]:
-                    continue
-                g = (x * nc[1] + y) * nc[2] + z
-                for e in range(start[c], start[c + 1]):
-                    xj, yj, zj, rj = cs[e, 0], cs[e, 1], cs[e, 2], cs[e, 3]
-                    gj = members[e] >= n_own
-                    for f in range(e + 1 if nb == 0 else start[g], start[g + 1]):
-                        if gj and members[f] >= n_own:
-                            continue
-                        if cid[f] == cid[e]:
-                            continue
-                        NT += 1
-                        dx = cs[f, 0] - xj
-                        dy = cs[f, 1] - yj
-                        dz = cs[f, 2] - zj
-                        rr = rj + cs[f, 3] + skin
-                        if dx * dx + dy * dy + dz * dz < rr * rr:
-                            if m == cap and not oom:
-                                tmp = <int*>realloc(pa, 2 * cap * sizeof(int))
-                                if tmp == NULL:
-                                    oom = True
-                                else:
-                                    pa = tmp
-                                    tmp = <int*>realloc(pb, 2 * cap * sizeof(int))
-                                    if tmp == NULL:
-                                        oom = True
-                                    else:
-                                        pb = tmp
-                                        tmpk = <long*>realloc(pk, 2 * cap * sizeof(long))
-                                        if tmpk == NULL:
-                                            oom = True
-                                        else:
-                                            pk = tmpk
-                                            cap *= 2
-                            if oom:
-                                continue
-                            if cid[e] < cid[f]:
-                                pa[m] = members[e]
-                                pb[m] = members[f]
-                                pk[m] = (cid[e] << 32) | cid[f]
-                            else:
-                                pa[m] = members[f]
-                                pb[m] = members[e]
-                                pk[m] = (cid[f] << 32) | cid[e]
-                            m += 1
-    if oom:
-        free(pa)
-        free(pb)
-        free(pk)
-        raise MemoryError()
-    # group the rows by particle 1's id: counting sort (stable in emission order)
-    gstart_arr = np.zeros(n_groups + 1, dtype=np.int64)
-    cdef long[::1] gstart = gstart_arr
-    ea_arr = np.empty(m, dtype=np.int32)
-    eb_arr = np.empty(m, dtype=np.int32)
-    ek_arr = np.empty(m, dtype=np.int64)
-    cdef int[::1] ea = ea_arr, eb = eb_arr
-    cdef long[::1] ek = ek_arr
-    with nogil:
-        for k in range(m):
-            g = ((pk[k] >> 32) - id_lo) if dense else group[pa[k]]
-            gstart[g + 1] += 1
-        for g in range(n_groups):
-            gstart[g + 1] += gstart[g]
-        for k in range(m):
-            g = ((pk[k] >> 32) - id_lo) if dense else group[pa[k]]
-            j = gstart[g]
-            ea[j] = pa[k]
-            eb[j] = pb[k]
-            ek[j] = pk[k]
-            gstart[g] = j + 1
-        free(pa)
-        free(pb)
-        free(pk)
-        # gstart[g] is now the end of group g; sort each group by (key, local index of
-        # particle 1) and keep the first row of each key
-        nrow = 0
-        s = 0
-        for g in range(n_groups):
-            e = gstart[g]
-            for i in range(s + 1, e):          # insertion sort: groups are short
-                ka, a, b = ek[i], ea[i], eb[i]
-                j = i - 1
-                while j >= s and _less_entry(ka, a, ek[j], ea[j]):
-                    ek[j + 1] = ek[j]
-                    ea[j + 1] = ea[j]
-                    eb[j + 1] = eb[j]
-                    j -= 1
-                ek[j + 1] = ka
-                ea[j + 1] = a
-                eb[j + 1] = b
-            for i in range(s, e):
-                if i > s and ek[i] == ek[i - 1]:
-                    continue
-                ek[nrow] = ek[i]
-                ea[nrow] = ea[i]
-                eb[nrow] = eb[i]
-                nrow += 1
-            s = e
-    return ea_arr[:nrow].copy(), eb_arr[:nrow].copy(), ek_arr[:nrow].copy()
 
 
 cdef inline void _shifted(const double[:, ::1] pos, const int[:, ::1] image,
@@ -374,24 +199,63 @@ cdef inline void _shifted(const double[:, ::1] pos, const int[:, ::1] image,
                             + image[i, 2] * cell[d, 2])
 
 
-cdef int _grow_rows(int** pa, int** pb, long** pk, Py_ssize_t* cap) noexcept nogil:
-    """Double the row buffers; -1 when out of memory (the old buffers stay valid)."""
-    cdef int* t
-    cdef long* tk
-    t = <int*>realloc(pa[0], 2 * cap[0] * sizeof(int))
-    if t == NULL:
-        return -1
-    pa[0] = t
-    t = <int*>realloc(pb[0], 2 * cap[0] * sizeof(int))
-    if t == NULL:
-        return -1
-    pb[0] = t
-    tk = <long*>realloc(pk[0], 2 * cap[0] * sizeof(long))
-    if tk == NULL:
-        return -1
-    pk[0] = tk
-    cap[0] *= 2
-    return 0
+cdef inline long _cell3(const double* x, const double* lo, const double* inv,
+                        const long* nc) noexcept nogil:
+    """Flat index (x-major, z fastest) of the cell of x, cells of 1 / inv[d] per axis."""
+    return ((cell_coord(x[0], lo[0], inv[0], nc[0]) * nc[1]
+             + cell_coord(x[1], lo[1], inv[1], nc[1])) * nc[2]
+            + cell_coord(x[2], lo[2], inv[2], nc[2]))
+
+
+cdef struct Sphere:             # a particle in cell order: shifted position, radius
+    double x, y, z, r
+
+cdef struct Row:                # a candidate row: key = id1 << 32 | id2, local indices
+    long key
+    int a, b
+
+# Scratch of build_pair_rows kept from one rebuild to the next (grown as needed, given
+# back when a build needs less than a quarter of it): a rebuild does not fault in fresh
+# pages for it (bench/README.md, "Rebuild, second pass").
+cdef enum:
+    W_SPHERES, W_IDS, W_MEMBERS, W_START, W_ROWS, W_GROUPED, W_GSTART, N_WORK
+cdef void* _work[N_WORK]
+cdef size_t _work_size[N_WORK]
+cdef Py_ssize_t _last_rows = 0          # the row count of the last build
+
+
+cdef void* _scratch(int which, size_t size) noexcept nogil:
+    """Buffer `which` of at least `size` bytes (its contents are not kept); NULL when
+    out of memory."""
+    if size < 64:
+        size = 64
+    if _work[which] != NULL and size <= _work_size[which] and 4 * size > _work_size[which]:
+        return _work[which]
+    free(_work[which])
+    size += size // 8
+    _work[which] = malloc(size)
+    _work_size[which] = size if _work[which] != NULL else 0
+    return _work[which]
+
+
+cdef Row* _more_rows(Row* rows, Py_ssize_t* cap) noexcept nogil:
+    """The row buffer grown by half, its rows kept (NULL: out of memory)."""
+    cdef size_t size = (cap[0] + cap[0] // 2 + 1024) * sizeof(Row)
+    cdef void* p = realloc(rows, size)
+    if p != NULL:
+        _work[W_ROWS] = p
+        _work_size[W_ROWS] = size
+        cap[0] = size // sizeof(Row)
+    return <Row*>p
+
+
+def release_scratch():
+    """Give back the scratch buffers of build_pair_rows (the next build takes new ones)."""
+    cdef int w
+    for w in range(N_WORK):
+        free(_work[w])
+        _work[w] = NULL
+        _work_size[w] = 0
 
 
 @cython.boundscheck(False)
@@ -399,22 +263,29 @@ cdef int _grow_rows(int** pa, int** pb, long** pk, Py_ssize_t* cap) noexcept nog
 cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[:, ::1] cell,
                 const double[::1] radius, const long[::1] ids, int n_own, double skin,
                 const long[::1] group, long id_lo, long n_groups):
-    global NT
-    cdef Py_ssize_t n = pos.shape[0], i, j, k, e, f, s, m, cap, nrow, fs, fe, e0, e1
-    cdef int d, a, b, st, dxy, nst
-    cdef long c, cx, cy, cz, g, ka, col, zlo, zhi, ncell, ox, oy
-    cdef double h, inv_h, reach, reach2, big, dx, dy, dz, rr, xj, yj, zj, rj, gx2, w
+    global _last_rows
+    cdef Py_ssize_t n = pos.shape[0], i, e, f, m, cap, fs, fe, e0, e1
+    cdef int d, st, o, nst
+    cdef long c, cx, cy, cz, g, col, zlo, zhi, ncell, ox, oy, ide, kz
+    cdef double reach, reach2, big, dx, dy, dz, rr, gap2
     cdef double lo[3]
     cdef double hi[3]
     cdef double x[3]
-    cdef double gxs[5]
-    cdef double gys[5]
+    cdef double edge[3]
+    cdef double inv[3]
+    cdef double gxs[3]
+    cdef double gys[3]
     cdef long nc[3]
-    cdef int sx[12]
-    cdef int sy[12]
-    cdef bint dense = group.shape[0] == 0, gj, oom = False
+    cdef int sx[4]
+    cdef int sy[4]
+    cdef bint dense = group.shape[0] == 0, ghost, oom = False
     cdef double rmax = 0.0
-    _t0 = _pc()
+    cdef Sphere p
+    cdef Sphere* sph
+    cdef long* cid
+    cdef int* members
+    cdef int* start
+    cdef Row* rows
     # the bounding box of the shifted positions and the pair range
     for d in range(3):
         lo[d] = 1e308
@@ -429,81 +300,67 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
                     lo[d] = x[d]
                 if x[d] > hi[d]:
                     hi[d] = x[d]
-    PH[0] += _pc() - _t0; _t0 = _pc()
-    # cells of edge half the pair range (LAMMPS's binsize), a little wider than the
-    # range so that rounding never hides a pair; grown while there are more than
-    # 8 n cells (a sparse cloud); the stencil reaches k = ceil(reach / h) <= 2 cells
+    # cells of the pair range in x and y and of half of it in z, the range taken a
+    # little longer so that rounding never hides a pair, grown while there are more
+    # than 8 n cells (a sparse cloud): a pair is at most 1 column apart in x and y and
+    # kz cells in z, and the cells of a column are contiguous (z fastest), so that the
+    # candidates of a particle in one column are one run of the cell list
     big = 0.0
     for d in range(3):
         big = max(big, fabs(lo[d]), fabs(hi[d]))
     reach = (2.0 * rmax + skin) * (1.0 + 1e-9) + big * 1e-13
-    h = 0.5 * reach
+    reach2 = reach * reach
+    edge[0] = edge[1] = reach
+    edge[2] = 0.5 * reach
     while True:
         for d in range(3):
-            nc[d] = <long>((hi[d] - lo[d]) / h) + 1
+            nc[d] = <long>((hi[d] - lo[d]) / edge[d]) + 1
         if nc[0] * nc[1] * nc[2] <= 8 * n + 1024:
             break
-        h *= 1.26
-    inv_h = 1.0 / h
-    cdef int kk = <int>ceil(reach * inv_h)
-    if kk > 2:
-        kk = 2
-    reach2 = reach * reach
+        for d in range(3):
+            edge[d] *= 1.26
+    for d in range(3):
+        inv[d] = 1.0 / edge[d]
+    kz = <long>ceil(reach * inv[2])             # 2, or 1 once the cells grew
     ncell = nc[0] * nc[1] * nc[2]
-    # the forward half of the columns (dx, dy) within kk cells
-    nst = 0
-    for ox in range(-kk, kk + 1):
-        for oy in range(-kk, kk + 1):
-            if ox > 0 or (ox == 0 and oy > 0):
-                sx[nst] = <int>ox
-                sy[nst] = <int>oy
-                nst += 1
-    # counting sort by cell (x-major, z fastest: the cells of a column are contiguous);
-    # copies in cell order, so that the candidate loop streams through memory
-    cell_arr = np.empty(n, dtype=np.int32)
-    start_arr = np.zeros(ncell + 1, dtype=np.int64)
-    cs_arr = np.empty((n, 4))
-    cid_arr = np.empty(n, dtype=np.int64)
-    mem_arr = np.empty(n, dtype=np.int32)
-    cdef int[::1] cellof = cell_arr
-    cdef long[::1] start = start_arr
-    cdef double[:, ::1] cs = cs_arr
-    cdef long[::1] cid = cid_arr
-    cdef int[::1] members = mem_arr
+    sx[0], sy[0] = 0, 1                         # the forward columns: (0, 1), (1, -1..1)
+    for st in range(1, 4):
+        sx[st], sy[st] = 1, st - 2
     with nogil:
-        for i in range(n):
-            _shifted(pos, image, cell, i, x)
-            c = cell_index(x[0], x[1], x[2], lo, inv_h, nc)
-            cellof[i] = <int>c
-            start[c + 1] += 1
-        for c in range(ncell):
-            start[c + 1] += start[c]
-        for i in range(n):
-            c = cellof[i]
-            e = start[c]
-            start[c] = e + 1
-            _shifted(pos, image, cell, i, x)
-            cs[e, 0] = x[0]
-            cs[e, 1] = x[1]
-            cs[e, 2] = x[2]
-            cs[e, 3] = radius[i]
-            cid[e] = ids[i]
-            members[e] = <int>i
-        for c in range(ncell, 0, -1):
-            start[c] = start[c - 1]
-        start[0] = 0
-    PH[1] += _pc() - _t0; _t0 = _pc()
-    cap = 4 * n + 1024
-    cdef int* pa = <int*>malloc(cap * sizeof(int))
-    cdef int* pb = <int*>malloc(cap * sizeof(int))
-    cdef long* pk = <long*>malloc(cap * sizeof(long))
-    if pa == NULL or pb == NULL or pk == NULL:
-        free(pa)
-        free(pb)
-        free(pk)
+        sph = <Sphere*>_scratch(W_SPHERES, n * sizeof(Sphere))
+        cid = <long*>_scratch(W_IDS, n * sizeof(long))
+        members = <int*>_scratch(W_MEMBERS, n * sizeof(int))
+        start = <int*>_scratch(W_START, (ncell + 1) * sizeof(int))
+        rows = <Row*>_scratch(W_ROWS, (max(_last_rows, n) + 1024) * sizeof(Row))
+    if sph == NULL or cid == NULL or members == NULL or start == NULL or rows == NULL:
+        release_scratch()
         raise MemoryError()
+    cap = _work_size[W_ROWS] // sizeof(Row)
     m = 0
     with nogil:
+        # counting sort by cell, stable; the particles copied in cell order, so that the
+        # candidate loop streams through memory
+        memset(start, 0, (ncell + 1) * sizeof(int))
+        for i in range(n):
+            _shifted(pos, image, cell, i, x)
+            start[_cell3(x, lo, inv, nc)] += 1
+        for c in range(1, ncell):
+            start[c] += start[c - 1]            # the end of each cell
+        start[ncell] = <int>n
+        for i in range(n - 1, -1, -1):          # backwards: each cell's start at the end
+            _shifted(pos, image, cell, i, x)
+            c = _cell3(x, lo, inv, nc)
+            start[c] -= 1
+            e = start[c]
+            sph[e].x = x[0]
+            sph[e].y = x[1]
+            sph[e].z = x[2]
+            sph[e].r = radius[i]
+            cid[e] = ids[i]
+            members[e] = <int>i
+        # each pair once: from particle e to the later particles of its column and to
+        # the particles of the forward columns whose side is within reach, kz cells up
+        # and down
         for cx in range(nc[0]):
             for cy in range(nc[1]):
                 col = (cx * nc[1] + cy) * nc[2]
@@ -514,24 +371,21 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
                     e1 = start[col + cz + 1]
                     if e0 == e1:
                         continue
-                    zlo = cz - kk if cz >= kk else 0
-                    zhi = cz + kk if cz + kk < nc[2] else nc[2] - 1
+                    zlo = cz - kz if cz >= kz else 0
+                    zhi = cz + kz if cz + kz < nc[2] else nc[2] - 1
                     for e in range(e0, e1):
-                        xj, yj, zj, rj = cs[e, 0], cs[e, 1], cs[e, 2], cs[e, 3]
-                        gj = members[e] >= n_own
-                        # squared distances in x and y to the columns kk cells around
-                        for dxy in range(-kk, kk + 1):
-                            if dxy < 0:
-                                gxs[dxy + 2] = xj - (lo[0] + (cx + dxy + 1) * h)
-                                gys[dxy + 2] = yj - (lo[1] + (cy + dxy + 1) * h)
-                            elif dxy > 0:
-                                gxs[dxy + 2] = (lo[0] + (cx + dxy) * h) - xj
-                                gys[dxy + 2] = (lo[1] + (cy + dxy) * h) - yj
-                            else:
-                                gxs[2] = 0.0
-                                gys[2] = 0.0
-                        for st in range(nst + 1):
-                            if st == nst:              # this column, rows after e
+                        p = sph[e]
+                        ide = cid[e]
+                        ghost = members[e] >= n_own
+                        # distance in x (y) to the column sides behind, at and ahead
+                        gxs[0] = p.x - (lo[0] + cx * edge[0])
+                        gxs[1] = 0.0
+                        gxs[2] = (lo[0] + (cx + 1) * edge[0]) - p.x
+                        gys[0] = p.y - (lo[1] + cy * edge[1])
+                        gys[1] = 0.0
+                        gys[2] = (lo[1] + (cy + 1) * edge[1]) - p.y
+                        for st in range(5):
+                            if st == 4:                 # this column, after e
                                 fs = e + 1
                                 fe = start[col + zhi + 1]
                             else:
@@ -539,108 +393,106 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
                                 oy = cy + sy[st]
                                 if ox >= nc[0] or oy < 0 or oy >= nc[1]:
                                     continue
-                                gx2 = (gxs[sx[st] + 2] * gxs[sx[st] + 2]
-                                       + gys[sy[st] + 2] * gys[sy[st] + 2])
-                                if gx2 >= reach2:
+                                gap2 = (gxs[sx[st] + 1] * gxs[sx[st] + 1]
+                                        + gys[sy[st] + 1] * gys[sy[st] + 1])
+                                if gap2 >= reach2:
                                     continue
                                 g = (ox * nc[1] + oy) * nc[2]
-                                if NARROW:
-                                    w = sqrt(reach2 - gx2)
-                                    fs = start[g + cell_coord(zj - w, lo[2], inv_h, nc[2])]
-                                    fe = start[g + cell_coord(zj + w, lo[2], inv_h, nc[2]) + 1]
-                                else:
-                                    fs = start[g + zlo]
-                                    fe = start[g + zhi + 1]
+                                fs = start[g + zlo]
+                                fe = start[g + zhi + 1]
                             for f in range(fs, fe):
-                                if gj and members[f] >= n_own:
+                                if ghost and members[f] >= n_own:
                                     continue
-                                if cid[f] == cid[e]:
+                                if cid[f] == ide:
                                     continue
-                                NT += 1
-                                dx = cs[f, 0] - xj
-                                dy = cs[f, 1] - yj
-                                dz = cs[f, 2] - zj
-                                rr = rj + cs[f, 3] + skin
+                                dx = sph[f].x - p.x
+                                dy = sph[f].y - p.y
+                                dz = sph[f].z - p.z
+                                rr = p.r + sph[f].r + skin
                                 if dx * dx + dy * dy + dz * dz < rr * rr:
-                                    if m == cap and not oom:
-                                        oom = _grow_rows(&pa, &pb, &pk, &cap) < 0
-                                    if oom:
-                                        continue
-                                    if cid[e] < cid[f]:
-                                        pa[m] = members[e]
-                                        pb[m] = members[f]
-                                        pk[m] = (cid[e] << 32) | cid[f]
+                                    if m == cap:
+                                        rows = _more_rows(rows, &cap)
+                                        if rows == NULL:
+                                            oom = True
+                                            break
+                                    if ide < cid[f]:
+                                        rows[m].key = (ide << 32) | cid[f]
+                                        rows[m].a = members[e]
+                                        rows[m].b = members[f]
                                     else:
-                                        pa[m] = members[f]
-                                        pb[m] = members[e]
-                                        pk[m] = (cid[f] << 32) | cid[e]
+                                        rows[m].key = (cid[f] << 32) | ide
+                                        rows[m].a = members[f]
+                                        rows[m].b = members[e]
                                     m += 1
+                            if oom:
+                                break
+                        if oom:
+                            break
+                    if oom:
+                        break
+                if oom:
+                    break
+            if oom:
+                break
     if oom:
-        free(pa)
-        free(pb)
-        free(pk)
+        release_scratch()
         raise MemoryError()
-    PH[2] += _pc() - _t0; _t0 = _pc()
-    out = _sorted_rows(pa, pb, pk, m, group, id_lo, n_groups, dense)
-    PH[3] += _pc() - _t0
-    PH[4] += m
-    return out
+    _last_rows = m + m // 8
+    return _sorted_rows(rows, m, group, id_lo, n_groups, dense)
 
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-cdef _sorted_rows(int* pa, int* pb, long* pk, Py_ssize_t m, const long[::1] group, long id_lo,
-                  long n_groups, bint dense):
-    """The rows (pa, pb, pk) (freed here) grouped by particle 1's id (a counting sort,
-    stable), each group sorted by (key, local index of particle 1), the first row of
-    each key kept."""
+cdef _sorted_rows(Row* rows, Py_ssize_t m, const long[::1] group, long id_lo, long n_groups,
+                  bint dense):
+    """The rows grouped by particle 1's id (a stable counting sort), each group sorted
+    by (key, local index of particle 1), the first row of each key kept: (i1, i2, key)."""
     cdef Py_ssize_t i, j, s, e, k, nrow
-    cdef long g, ka
-    cdef int a, b
-    gstart_arr = np.zeros(n_groups + 1, dtype=np.int64)
-    cdef long[::1] gstart = gstart_arr
-    ea_arr = np.empty(m, dtype=np.int32)
-    eb_arr = np.empty(m, dtype=np.int32)
-    ek_arr = np.empty(m, dtype=np.int64)
-    cdef int[::1] ea = ea_arr, eb = eb_arr
-    cdef long[::1] ek = ek_arr
+    cdef long g
+    cdef Row r
+    cdef Row* grouped
+    cdef long* gstart
     with nogil:
+        grouped = <Row*>_scratch(W_GROUPED, m * sizeof(Row))
+        gstart = <long*>_scratch(W_GSTART, (n_groups + 1) * sizeof(long))
+    if grouped == NULL or gstart == NULL:
+        release_scratch()
+        raise MemoryError()
+    i1_arr = np.empty(m, dtype=np.int32)
+    i2_arr = np.empty(m, dtype=np.int32)
+    key_arr = np.empty(m, dtype=np.int64)
+    cdef int[::1] i1 = i1_arr, i2 = i2_arr
+    cdef long[::1] key = key_arr
+    with nogil:
+        memset(gstart, 0, (n_groups + 1) * sizeof(long))
         for k in range(m):
-            g = ((pk[k] >> 32) - id_lo) if dense else group[pa[k]]
+            g = ((rows[k].key >> 32) - id_lo) if dense else group[rows[k].a]
             gstart[g + 1] += 1
         for g in range(n_groups):
             gstart[g + 1] += gstart[g]
         for k in range(m):
-            g = ((pk[k] >> 32) - id_lo) if dense else group[pa[k]]
-            j = gstart[g]
-            ea[j] = pa[k]
-            eb[j] = pb[k]
-            ek[j] = pk[k]
-            gstart[g] = j + 1
-        free(pa)
-        free(pb)
-        free(pk)
+            g = ((rows[k].key >> 32) - id_lo) if dense else group[rows[k].a]
+            grouped[gstart[g]] = rows[k]
+            gstart[g] += 1
+        # gstart[g] is now the end of group g; sort each group by (key, local index of
+        # particle 1) and keep the first row of each key
         nrow = 0
         s = 0
         for g in range(n_groups):
             e = gstart[g]
             for i in range(s + 1, e):          # insertion sort: groups are short
-                ka, a, b = ek[i], ea[i], eb[i]
+                r = grouped[i]
                 j = i - 1
-                while j >= s and _less_entry(ka, a, ek[j], ea[j]):
-                    ek[j + 1] = ek[j]
-                    ea[j + 1] = ea[j]
-                    eb[j + 1] = eb[j]
+                while j >= s and _less_entry(r.key, r.a, grouped[j].key, grouped[j].a):
+                    grouped[j + 1] = grouped[j]
                     j -= 1
-                ek[j + 1] = ka
-                ea[j + 1] = a
-                eb[j + 1] = b
+                grouped[j + 1] = r
             for i in range(s, e):
-                if i > s and ek[i] == ek[i - 1]:
+                if i > s and grouped[i].key == grouped[i - 1].key:
                     continue
-                ek[nrow] = ek[i]
-                ea[nrow] = ea[i]
-                eb[nrow] = eb[i]
+                key[nrow] = grouped[i].key
+                i1[nrow] = grouped[i].a
+                i2[nrow] = grouped[i].b
                 nrow += 1
             s = e
-    return ea_arr[:nrow].copy(), eb_arr[:nrow].copy(), ek_arr[:nrow].copy()
+    return i1_arr[:nrow], i2_arr[:nrow], key_arr[:nrow]
