@@ -218,7 +218,7 @@ cdef struct Row:                # a candidate row: key = id1 << 32 | id2, local 
 # back when a build needs less than a quarter of it): a rebuild does not fault in fresh
 # pages for it (bench/README.md, "Rebuild, second pass").
 cdef enum:
-    W_SPHERES, W_IDS, W_MEMBERS, W_START, W_ROWS, W_GROUPED, W_GSTART, N_WORK
+    W_SPHERES, W_IDS, W_MEMBERS, W_CELL, W_START, W_ROWS, W_GROUPED, W_GSTART, N_WORK
 cdef void* _work[N_WORK]
 cdef size_t _work_size[N_WORK]
 cdef Py_ssize_t _last_rows = 0          # the row count of the last build
@@ -285,6 +285,8 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
     cdef long* cid
     cdef int* members
     cdef int* start
+    cdef int* cellof
+    cdef long* gstart
     cdef Row* rows
     # the bounding box of the shifted positions and the pair range
     for d in range(3):
@@ -330,9 +332,12 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
         sph = <Sphere*>_scratch(W_SPHERES, n * sizeof(Sphere))
         cid = <long*>_scratch(W_IDS, n * sizeof(long))
         members = <int*>_scratch(W_MEMBERS, n * sizeof(int))
+        cellof = <int*>_scratch(W_CELL, n * sizeof(int))
         start = <int*>_scratch(W_START, (ncell + 1) * sizeof(int))
+        gstart = <long*>_scratch(W_GSTART, (n_groups + 1) * sizeof(long))
         rows = <Row*>_scratch(W_ROWS, (max(_last_rows, n) + 1024) * sizeof(Row))
-    if sph == NULL or cid == NULL or members == NULL or start == NULL or rows == NULL:
+    if (sph == NULL or cid == NULL or members == NULL or cellof == NULL or start == NULL
+            or gstart == NULL or rows == NULL):
         release_scratch()
         raise MemoryError()
     cap = _work_size[W_ROWS] // sizeof(Row)
@@ -341,17 +346,20 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
         # counting sort by cell, stable; the particles copied in cell order, so that the
         # candidate loop streams through memory
         memset(start, 0, (ncell + 1) * sizeof(int))
+        memset(gstart, 0, (n_groups + 1) * sizeof(long))
         for i in range(n):
             _shifted(pos, image, cell, i, x)
-            start[_cell3(x, lo, inv, nc)] += 1
+            c = _cell3(x, lo, inv, nc)
+            cellof[i] = <int>c
+            start[c] += 1
         for c in range(1, ncell):
             start[c] += start[c - 1]            # the end of each cell
         start[ncell] = <int>n
         for i in range(n - 1, -1, -1):          # backwards: each cell's start at the end
-            _shifted(pos, image, cell, i, x)
-            c = _cell3(x, lo, inv, nc)
+            c = cellof[i]
             start[c] -= 1
             e = start[c]
+            _shifted(pos, image, cell, i, x)
             sph[e].x = x[0]
             sph[e].y = x[1]
             sph[e].z = x[2]
@@ -423,6 +431,8 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
                                         rows[m].key = (cid[f] << 32) | ide
                                         rows[m].a = members[f]
                                         rows[m].b = members[e]
+                                    g = ((rows[m].key >> 32) - id_lo) if dense else group[rows[m].a]
+                                    gstart[g + 1] += 1
                                     m += 1
                             if oom:
                                 break
@@ -438,24 +448,23 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
         release_scratch()
         raise MemoryError()
     _last_rows = m + m // 8
-    return _sorted_rows(rows, m, group, id_lo, n_groups, dense)
+    return _sorted_rows(rows, m, gstart, group, id_lo, n_groups, dense)
 
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-cdef _sorted_rows(Row* rows, Py_ssize_t m, const long[::1] group, long id_lo, long n_groups,
-                  bint dense):
-    """The rows grouped by particle 1's id (a stable counting sort), each group sorted
-    by (key, local index of particle 1), the first row of each key kept: (i1, i2, key)."""
+cdef _sorted_rows(Row* rows, Py_ssize_t m, long* gstart, const long[::1] group, long id_lo,
+                  long n_groups, bint dense):
+    """The rows grouped by particle 1's id (a stable counting sort; gstart[g + 1]: the
+    rows of group g), each group sorted by (key, local index of particle 1), the first
+    row of each key kept: (i1, i2, key)."""
     cdef Py_ssize_t i, j, s, e, k, nrow
     cdef long g
     cdef Row r
     cdef Row* grouped
-    cdef long* gstart
     with nogil:
         grouped = <Row*>_scratch(W_GROUPED, m * sizeof(Row))
-        gstart = <long*>_scratch(W_GSTART, (n_groups + 1) * sizeof(long))
-    if grouped == NULL or gstart == NULL:
+    if grouped == NULL:
         release_scratch()
         raise MemoryError()
     i1_arr = np.empty(m, dtype=np.int32)
@@ -464,10 +473,6 @@ cdef _sorted_rows(Row* rows, Py_ssize_t m, const long[::1] group, long id_lo, lo
     cdef int[::1] i1 = i1_arr, i2 = i2_arr
     cdef long[::1] key = key_arr
     with nogil:
-        memset(gstart, 0, (n_groups + 1) * sizeof(long))
-        for k in range(m):
-            g = ((rows[k].key >> 32) - id_lo) if dense else group[rows[k].a]
-            gstart[g + 1] += 1
         for g in range(n_groups):
             gstart[g + 1] += gstart[g]
         for k in range(m):
