@@ -267,14 +267,12 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
     cdef Py_ssize_t n = pos.shape[0], i, e, f, m, cap, fs, fe, e0, e1
     cdef int d, st, o, nst
     cdef long c, cx, cy, cz, g, col, zlo, zhi, ncell, ox, oy, ide, kz
-    cdef double reach, reach2, big, dx, dy, dz, rr, gap2
+    cdef double reach, big, dx, dy, dz, rr
     cdef double lo[3]
     cdef double hi[3]
     cdef double x[3]
     cdef double edge[3]
     cdef double inv[3]
-    cdef double gxs[3]
-    cdef double gys[3]
     cdef long nc[3]
     cdef int sx[4]
     cdef int sy[4]
@@ -311,7 +309,6 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
     for d in range(3):
         big = max(big, fabs(lo[d]), fabs(hi[d]))
     reach = (2.0 * rmax + skin) * (1.0 + 1e-9) + big * 1e-13
-    reach2 = reach * reach
     edge[0] = edge[1] = reach
     edge[2] = 0.5 * reach
     while True:
@@ -367,8 +364,7 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
             cid[e] = ids[i]
             members[e] = <int>i
         # each pair once: from particle e to the later particles of its column and to
-        # the particles of the forward columns whose side is within reach, kz cells up
-        # and down
+        # the particles of the four forward columns, kz cells up and down
         for cx in range(nc[0]):
             for cy in range(nc[1]):
                 col = (cx * nc[1] + cy) * nc[2]
@@ -385,13 +381,6 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
                         p = sph[e]
                         ide = cid[e]
                         ghost = members[e] >= n_own
-                        # distance in x (y) to the column sides behind, at and ahead
-                        gxs[0] = p.x - (lo[0] + cx * edge[0])
-                        gxs[1] = 0.0
-                        gxs[2] = (lo[0] + (cx + 1) * edge[0]) - p.x
-                        gys[0] = p.y - (lo[1] + cy * edge[1])
-                        gys[1] = 0.0
-                        gys[2] = (lo[1] + (cy + 1) * edge[1]) - p.y
                         for st in range(5):
                             if st == 4:                 # this column, after e
                                 fs = e + 1
@@ -400,10 +389,6 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
                                 ox = cx + sx[st]
                                 oy = cy + sy[st]
                                 if ox >= nc[0] or oy < 0 or oy >= nc[1]:
-                                    continue
-                                gap2 = (gxs[sx[st] + 1] * gxs[sx[st] + 1]
-                                        + gys[sy[st] + 1] * gys[sy[st] + 1])
-                                if gap2 >= reach2:
                                     continue
                                 g = (ox * nc[1] + oy) * nc[2]
                                 fs = start[g + zlo]
