@@ -150,7 +150,7 @@ def build_plane_pairs(const double[:, ::1] pos, const double[::1] radius, int n_
 
 # ---------------------------------------------------------------- rows sorted by key
 from libc.stdlib cimport malloc, realloc, free
-from libc.math cimport ceil, fabs
+from libc.math cimport ceil, fabs, floor
 from libc.string cimport memset
 
 
@@ -214,48 +214,14 @@ cdef struct Row:                # a candidate row: key = id1 << 32 | id2, local 
     long key
     int a, b
 
-# Scratch of build_pair_rows kept from one rebuild to the next (grown as needed, given
-# back when a build needs less than a quarter of it): a rebuild does not fault in fresh
-# pages for it (bench/README.md, "Rebuild, second pass").
-cdef enum:
-    W_SPHERES, W_IDS, W_MEMBERS, W_CELL, W_START, W_ROWS, W_GROUPED, W_GSTART, N_WORK
-cdef void* _work[N_WORK]
-cdef size_t _work_size[N_WORK]
-cdef Py_ssize_t _last_rows = 0          # the row count of the last build
-
-
-cdef void* _scratch(int which, size_t size) noexcept nogil:
-    """Buffer `which` of at least `size` bytes (its contents are not kept); NULL when
-    out of memory."""
-    if size < 64:
-        size = 64
-    if _work[which] != NULL and size <= _work_size[which] and 4 * size > _work_size[which]:
-        return _work[which]
-    free(_work[which])
-    size += size // 8
-    _work[which] = malloc(size)
-    _work_size[which] = size if _work[which] != NULL else 0
-    return _work[which]
-
-
 cdef Row* _more_rows(Row* rows, Py_ssize_t* cap) noexcept nogil:
-    """The row buffer grown by half, its rows kept (NULL: out of memory)."""
-    cdef size_t size = (cap[0] + cap[0] // 2 + 1024) * sizeof(Row)
-    cdef void* p = realloc(rows, size)
+    """The row buffer grown by half, its rows kept (NULL: out of memory, `rows` still
+    valid)."""
+    cdef Py_ssize_t more = cap[0] + cap[0] // 2 + 1024
+    cdef void* p = realloc(rows, more * sizeof(Row))
     if p != NULL:
-        _work[W_ROWS] = p
-        _work_size[W_ROWS] = size
-        cap[0] = size // sizeof(Row)
+        cap[0] = more
     return <Row*>p
-
-
-def release_scratch():
-    """Give back the scratch buffers of build_pair_rows (the next build takes new ones)."""
-    cdef int w
-    for w in range(N_WORK):
-        free(_work[w])
-        _work[w] = NULL
-        _work_size[w] = 0
 
 
 @cython.boundscheck(False)
@@ -263,29 +229,25 @@ def release_scratch():
 cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[:, ::1] cell,
                 const double[::1] radius, const long[::1] ids, int n_own, double skin,
                 const long[::1] group, long id_lo, long n_groups):
-    global _last_rows
-    cdef Py_ssize_t n = pos.shape[0], i, e, f, m, cap, fs, fe, e0, e1
-    cdef int d, st, o, nst
-    cdef long c, cx, cy, cz, g, col, zlo, zhi, ncell, ox, oy, ide, kz
-    cdef double reach, big, dx, dy, dz, rr
+    cdef Py_ssize_t n = pos.shape[0], i, m, cap
+    cdef int d
+    cdef long ncell, kz
+    cdef double reach, big
     cdef double lo[3]
     cdef double hi[3]
     cdef double x[3]
     cdef double edge[3]
     cdef double inv[3]
     cdef long nc[3]
-    cdef int sx[4]
-    cdef int sy[4]
-    cdef bint dense = group.shape[0] == 0, ghost, oom = False
+    cdef bint dense = group.shape[0] == 0
     cdef double rmax = 0.0
-    cdef Sphere p
-    cdef Sphere* sph
-    cdef long* cid
-    cdef int* members
-    cdef int* start
-    cdef int* cellof
-    cdef long* gstart
-    cdef Row* rows
+    cdef Sphere* sph = NULL
+    cdef long* cid = NULL
+    cdef int* members = NULL
+    cdef int* start = NULL
+    cdef int* cellof = NULL
+    cdef long* gstart = NULL
+    cdef Row* rows = NULL
     # the bounding box of the shifted positions and the pair range
     for d in range(3):
         lo[d] = 1e308
@@ -309,131 +271,165 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
     for d in range(3):
         big = max(big, fabs(lo[d]), fabs(hi[d]))
     reach = (2.0 * rmax + skin) * (1.0 + 1e-9) + big * 1e-13
+    if not reach > 0.0:                         # no pair possible: any cells
+        reach = 1.0
     edge[0] = edge[1] = reach
     edge[2] = 0.5 * reach
-    while True:
-        for d in range(3):
-            nc[d] = <long>((hi[d] - lo[d]) / edge[d]) + 1
-        if nc[0] * nc[1] * nc[2] <= 8 * n + 1024:
-            break
+    while (floor((hi[0] - lo[0]) / edge[0]) + 1.0) * (floor((hi[1] - lo[1]) / edge[1]) + 1.0) \
+            * (floor((hi[2] - lo[2]) / edge[2]) + 1.0) > 8.0 * n + 1024.0:
         for d in range(3):
             edge[d] *= 1.26
+    for d in range(3):
+        nc[d] = <long>((hi[d] - lo[d]) / edge[d]) + 1
     for d in range(3):
         inv[d] = 1.0 / edge[d]
     kz = <long>ceil(reach * inv[2])             # 2, or 1 once the cells grew
     ncell = nc[0] * nc[1] * nc[2]
+    cap = 3 * n + 1024                          # rows: grown if needed
+    try:
+        sph = <Sphere*>malloc(n * sizeof(Sphere))
+        cid = <long*>malloc(n * sizeof(long))
+        members = <int*>malloc(n * sizeof(int))
+        cellof = <int*>malloc(n * sizeof(int))
+        start = <int*>malloc((ncell + 1) * sizeof(int))
+        gstart = <long*>malloc((n_groups + 1) * sizeof(long))
+        rows = <Row*>malloc(cap * sizeof(Row))
+        if (sph == NULL or cid == NULL or members == NULL or cellof == NULL or start == NULL
+                or gstart == NULL or rows == NULL):
+            raise MemoryError()
+        memset(gstart, 0, (n_groups + 1) * sizeof(long))
+        with nogil:
+            m = _candidates(pos, image, cell, radius, ids, n_own, skin, group, id_lo, dense,
+                            lo, inv, nc, kz, sph, cid, members, cellof, start, gstart, &rows,
+                            &cap)
+        if m < 0:
+            raise MemoryError()
+        free(sph)                               # the cell list goes before the sorted
+        free(cid)                               # rows are made
+        free(members)
+        free(cellof)
+        free(start)
+        sph, cid, members, cellof, start = NULL, NULL, NULL, NULL, NULL
+        return _sorted_rows(rows, m, gstart, group, id_lo, n_groups, dense)
+    finally:
+        free(sph)
+        free(cid)
+        free(members)
+        free(cellof)
+        free(start)
+        free(gstart)
+        free(rows)
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef Py_ssize_t _candidates(const double[:, ::1] pos, const int[:, ::1] image,
+                            const double[:, ::1] cell, const double[::1] radius,
+                            const long[::1] ids, int n_own, double skin,
+                            const long[::1] group, long id_lo, bint dense, const double* lo,
+                            const double* inv, const long* nc, long kz, Sphere* sph,
+                            long* cid, int* members, int* cellof, int* start, long* gstart,
+                            Row** rows_out, Py_ssize_t* cap) noexcept nogil:
+    """The cell list (counting sort by cell, stable; the particles copied in cell order,
+    so that the candidate loop streams through memory) and the candidate rows, each pair
+    once, in *rows_out (grown as needed); gstart[g + 1] counts the rows of group g.
+    Returns the number of rows, -1 when out of memory."""
+    cdef Py_ssize_t n = pos.shape[0], ncell = nc[0] * nc[1] * nc[2], i, e, f, m = 0
+    cdef Py_ssize_t fs, fe, e0, e1
+    cdef long c, cx, cy, cz, g, col, zlo, zhi, ox, oy, ide
+    cdef int st
+    cdef int sx[4]
+    cdef int sy[4]
+    cdef double x[3]
+    cdef double dx, dy, dz, rr
+    cdef bint ghost
+    cdef Sphere p
+    cdef Row* rows = rows_out[0]
+    cdef Row* more
     sx[0], sy[0] = 0, 1                         # the forward columns: (0, 1), (1, -1..1)
     for st in range(1, 4):
         sx[st], sy[st] = 1, st - 2
-    with nogil:
-        sph = <Sphere*>_scratch(W_SPHERES, n * sizeof(Sphere))
-        cid = <long*>_scratch(W_IDS, n * sizeof(long))
-        members = <int*>_scratch(W_MEMBERS, n * sizeof(int))
-        cellof = <int*>_scratch(W_CELL, n * sizeof(int))
-        start = <int*>_scratch(W_START, (ncell + 1) * sizeof(int))
-        gstart = <long*>_scratch(W_GSTART, (n_groups + 1) * sizeof(long))
-        rows = <Row*>_scratch(W_ROWS, (max(_last_rows, n) + 1024) * sizeof(Row))
-    if (sph == NULL or cid == NULL or members == NULL or cellof == NULL or start == NULL
-            or gstart == NULL or rows == NULL):
-        release_scratch()
-        raise MemoryError()
-    cap = _work_size[W_ROWS] // sizeof(Row)
-    m = 0
-    with nogil:
-        # counting sort by cell, stable; the particles copied in cell order, so that the
-        # candidate loop streams through memory
-        memset(start, 0, (ncell + 1) * sizeof(int))
-        memset(gstart, 0, (n_groups + 1) * sizeof(long))
-        for i in range(n):
-            _shifted(pos, image, cell, i, x)
-            c = _cell3(x, lo, inv, nc)
-            cellof[i] = <int>c
-            start[c] += 1
-        for c in range(1, ncell):
-            start[c] += start[c - 1]            # the end of each cell
-        start[ncell] = <int>n
-        for i in range(n - 1, -1, -1):          # backwards: each cell's start at the end
-            c = cellof[i]
-            start[c] -= 1
-            e = start[c]
-            _shifted(pos, image, cell, i, x)
-            sph[e].x = x[0]
-            sph[e].y = x[1]
-            sph[e].z = x[2]
-            sph[e].r = radius[i]
-            cid[e] = ids[i]
-            members[e] = <int>i
-        # each pair once: from particle e to the later particles of its column and to
-        # the particles of the four forward columns, kz cells up and down
-        for cx in range(nc[0]):
-            for cy in range(nc[1]):
-                col = (cx * nc[1] + cy) * nc[2]
-                if start[col] == start[col + nc[2]]:
+    # counting sort by cell, stable; the particles copied in cell order, so that the
+    # candidate loop streams through memory
+    memset(start, 0, (ncell + 1) * sizeof(int))
+    for i in range(n):
+        _shifted(pos, image, cell, i, x)
+        c = _cell3(x, lo, inv, nc)
+        cellof[i] = <int>c
+        start[c] += 1
+    for c in range(1, ncell):
+        start[c] += start[c - 1]            # the end of each cell
+    start[ncell] = <int>n
+    for i in range(n - 1, -1, -1):          # backwards: each cell's start at the end
+        c = cellof[i]
+        start[c] -= 1
+        e = start[c]
+        _shifted(pos, image, cell, i, x)
+        sph[e].x = x[0]
+        sph[e].y = x[1]
+        sph[e].z = x[2]
+        sph[e].r = radius[i]
+        cid[e] = ids[i]
+        members[e] = <int>i
+    # each pair once: from particle e to the later particles of its column and to
+    # the particles of the four forward columns, kz cells up and down
+    for cx in range(nc[0]):
+        for cy in range(nc[1]):
+            col = (cx * nc[1] + cy) * nc[2]
+            if start[col] == start[col + nc[2]]:
+                continue
+            for cz in range(nc[2]):
+                e0 = start[col + cz]
+                e1 = start[col + cz + 1]
+                if e0 == e1:
                     continue
-                for cz in range(nc[2]):
-                    e0 = start[col + cz]
-                    e1 = start[col + cz + 1]
-                    if e0 == e1:
-                        continue
-                    zlo = cz - kz if cz >= kz else 0
-                    zhi = cz + kz if cz + kz < nc[2] else nc[2] - 1
-                    for e in range(e0, e1):
-                        p = sph[e]
-                        ide = cid[e]
-                        ghost = members[e] >= n_own
-                        for st in range(5):
-                            if st == 4:                 # this column, after e
-                                fs = e + 1
-                                fe = start[col + zhi + 1]
-                            else:
-                                ox = cx + sx[st]
-                                oy = cy + sy[st]
-                                if ox >= nc[0] or oy < 0 or oy >= nc[1]:
-                                    continue
-                                g = (ox * nc[1] + oy) * nc[2]
-                                fs = start[g + zlo]
-                                fe = start[g + zhi + 1]
-                            for f in range(fs, fe):
-                                if ghost and members[f] >= n_own:
-                                    continue
-                                if cid[f] == ide:
-                                    continue
-                                dx = sph[f].x - p.x
-                                dy = sph[f].y - p.y
-                                dz = sph[f].z - p.z
-                                rr = p.r + sph[f].r + skin
-                                if dx * dx + dy * dy + dz * dz < rr * rr:
-                                    if m == cap:
-                                        rows = _more_rows(rows, &cap)
-                                        if rows == NULL:
-                                            oom = True
-                                            break
-                                    if ide < cid[f]:
-                                        rows[m].key = (ide << 32) | cid[f]
-                                        rows[m].a = members[e]
-                                        rows[m].b = members[f]
-                                    else:
-                                        rows[m].key = (cid[f] << 32) | ide
-                                        rows[m].a = members[f]
-                                        rows[m].b = members[e]
-                                    g = ((rows[m].key >> 32) - id_lo) if dense else group[rows[m].a]
-                                    gstart[g + 1] += 1
-                                    m += 1
-                            if oom:
-                                break
-                        if oom:
-                            break
-                    if oom:
-                        break
-                if oom:
-                    break
-            if oom:
-                break
-    if oom:
-        release_scratch()
-        raise MemoryError()
-    _last_rows = m + m // 8
-    return _sorted_rows(rows, m, gstart, group, id_lo, n_groups, dense)
+                zlo = cz - kz if cz >= kz else 0
+                zhi = cz + kz if cz + kz < nc[2] else nc[2] - 1
+                for e in range(e0, e1):
+                    p = sph[e]
+                    ide = cid[e]
+                    ghost = members[e] >= n_own
+                    for st in range(5):
+                        if st == 4:                 # this column, after e
+                            fs = e + 1
+                            fe = start[col + zhi + 1]
+                        else:
+                            ox = cx + sx[st]
+                            oy = cy + sy[st]
+                            if ox >= nc[0] or oy < 0 or oy >= nc[1]:
+                                continue
+                            g = (ox * nc[1] + oy) * nc[2]
+                            fs = start[g + zlo]
+                            fe = start[g + zhi + 1]
+                        for f in range(fs, fe):
+                            if ghost and members[f] >= n_own:
+                                continue
+                            if cid[f] == ide:
+                                continue
+                            dx = sph[f].x - p.x
+                            dy = sph[f].y - p.y
+                            dz = sph[f].z - p.z
+                            rr = p.r + sph[f].r + skin
+                            if dx * dx + dy * dy + dz * dz < rr * rr:
+                                if m == cap[0]:
+                                    more = _more_rows(rows, cap)
+                                    if more == NULL:
+                                        rows_out[0] = rows
+                                        return -1
+                                    rows = more
+                                if ide < cid[f]:
+                                    rows[m].key = (ide << 32) | cid[f]
+                                    rows[m].a = members[e]
+                                    rows[m].b = members[f]
+                                else:
+                                    rows[m].key = (cid[f] << 32) | ide
+                                    rows[m].a = members[f]
+                                    rows[m].b = members[e]
+                                g = ((rows[m].key >> 32) - id_lo) if dense else group[rows[m].a]
+                                gstart[g + 1] += 1
+                                m += 1
+    rows_out[0] = rows
+    return m
 
 
 @cython.boundscheck(False)
@@ -443,46 +439,59 @@ cdef _sorted_rows(Row* rows, Py_ssize_t m, long* gstart, const long[::1] group, 
     """The rows grouped by particle 1's id (a stable counting sort; gstart[g + 1]: the
     rows of group g), each group sorted by (key, local index of particle 1), the first
     row of each key kept: (i1, i2, key)."""
+    cdef Py_ssize_t nrow = 0
+    cdef Row* grouped = <Row*>malloc(max(m, 1) * sizeof(Row))
+    cdef int[::1] i1
+    cdef int[::1] i2
+    cdef long[::1] key
+    if grouped == NULL:
+        raise MemoryError()
+    try:
+        i1_arr = np.empty(m, dtype=np.int32)
+        i2_arr = np.empty(m, dtype=np.int32)
+        key_arr = np.empty(m, dtype=np.int64)
+        i1, i2, key = i1_arr, i2_arr, key_arr
+        with nogil:
+            _group_rows(rows, grouped, m, gstart, group, id_lo, n_groups, dense, i1, i2, key,
+                        &nrow)
+    finally:
+        free(grouped)
+    return i1_arr[:nrow], i2_arr[:nrow], key_arr[:nrow]
+
+
+cdef void _group_rows(Row* rows, Row* grouped, Py_ssize_t m, long* gstart,
+                      const long[::1] group, long id_lo, long n_groups, bint dense,
+                      int[::1] i1, int[::1] i2, long[::1] key,
+                      Py_ssize_t* n_out) noexcept nogil:
+    """_sorted_rows' loops: grouped holds m rows; *n_out the rows kept."""
     cdef Py_ssize_t i, j, s, e, k, nrow
     cdef long g
     cdef Row r
-    cdef Row* grouped
-    with nogil:
-        grouped = <Row*>_scratch(W_GROUPED, m * sizeof(Row))
-    if grouped == NULL:
-        release_scratch()
-        raise MemoryError()
-    i1_arr = np.empty(m, dtype=np.int32)
-    i2_arr = np.empty(m, dtype=np.int32)
-    key_arr = np.empty(m, dtype=np.int64)
-    cdef int[::1] i1 = i1_arr, i2 = i2_arr
-    cdef long[::1] key = key_arr
-    with nogil:
-        for g in range(n_groups):
-            gstart[g + 1] += gstart[g]
-        for k in range(m):
-            g = ((rows[k].key >> 32) - id_lo) if dense else group[rows[k].a]
-            grouped[gstart[g]] = rows[k]
-            gstart[g] += 1
-        # gstart[g] is now the end of group g; sort each group by (key, local index of
-        # particle 1) and keep the first row of each key
-        nrow = 0
-        s = 0
-        for g in range(n_groups):
-            e = gstart[g]
-            for i in range(s + 1, e):          # insertion sort: groups are short
-                r = grouped[i]
-                j = i - 1
-                while j >= s and _less_entry(r.key, r.a, grouped[j].key, grouped[j].a):
-                    grouped[j + 1] = grouped[j]
-                    j -= 1
-                grouped[j + 1] = r
-            for i in range(s, e):
-                if i > s and grouped[i].key == grouped[i - 1].key:
-                    continue
-                key[nrow] = grouped[i].key
-                i1[nrow] = grouped[i].a
-                i2[nrow] = grouped[i].b
-                nrow += 1
-            s = e
-    return i1_arr[:nrow], i2_arr[:nrow], key_arr[:nrow]
+    for g in range(n_groups):
+        gstart[g + 1] += gstart[g]
+    for k in range(m):
+        g = ((rows[k].key >> 32) - id_lo) if dense else group[rows[k].a]
+        grouped[gstart[g]] = rows[k]
+        gstart[g] += 1
+    # gstart[g] is now the end of group g; sort each group by (key, local index of
+    # particle 1) and keep the first row of each key
+    nrow = 0
+    s = 0
+    for g in range(n_groups):
+        e = gstart[g]
+        for i in range(s + 1, e):          # insertion sort: groups are short
+            r = grouped[i]
+            j = i - 1
+            while j >= s and _less_entry(r.key, r.a, grouped[j].key, grouped[j].a):
+                grouped[j + 1] = grouped[j]
+                j -= 1
+            grouped[j + 1] = r
+        for i in range(s, e):
+            if i > s and grouped[i].key == grouped[i - 1].key:
+                continue
+            key[nrow] = grouped[i].key
+            i1[nrow] = grouped[i].a
+            i2[nrow] = grouped[i].b
+            nrow += 1
+        s = e
+    n_out[0] = nrow
