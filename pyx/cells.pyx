@@ -11,7 +11,7 @@ deterministic.
 """
 cimport cython
 from cython.parallel cimport prange
-from cellgrid cimport cell_index, cell_sort, grid_size, sort_run_by_id
+from cellgrid cimport cell_coord, cell_index, cell_sort, grid_size, sort_run_by_id
 import numpy as np
 
 
@@ -150,6 +150,8 @@ def build_plane_pairs(const double[:, ::1] pos, const double[::1] radius, int n_
 
 # ---------------------------------------------------------------- rows sorted by key
 from libc.stdlib cimport malloc, realloc, free
+from libc.math cimport ceil, fabs, floor
+from libc.string cimport memset
 
 
 cdef inline bint _less_entry(long ka, int pa, long kb, int pb) noexcept nogil:
@@ -169,7 +171,8 @@ def build_pair_rows(const double[:, ::1] pos, const int[:, ::1] image,
     each key gives). One pass over a cell list in cell order, each unordered pair
     visited once (half stencil; the distance test is symmetric in a and b); rows are
     then grouped by particle 1's id (counting sort over the id range when it is dense,
-    np.unique otherwise) and each group sorted by (id2, local index of particle 1)."""
+    np.unique otherwise) and each group sorted by (id2, local index of particle 1).
+    The result does not depend on the order in which pairs are found."""
     cdef Py_ssize_t n = pos.shape[0]
     cdef long id_lo, id_hi
     if n == 0:
@@ -187,160 +190,308 @@ def build_pair_rows(const double[:, ::1] pos, const int[:, ::1] image,
                       n_groups)
 
 
+cdef inline void _shifted(const double[:, ::1] pos, const int[:, ::1] image,
+                          const double[:, ::1] cell, Py_ssize_t i, double* x) noexcept nogil:
+    """x = pos[i] + image[i] L (the same operations wherever it is needed)."""
+    cdef int d
+    for d in range(3):
+        x[d] = pos[i, d] + (image[i, 0] * cell[d, 0] + image[i, 1] * cell[d, 1]
+                            + image[i, 2] * cell[d, 2])
+
+
+cdef inline long _cell3(const double* x, const double* lo, const double* inv,
+                        const long* nc) noexcept nogil:
+    """Flat index (x-major, z fastest) of the cell of x, cells of 1 / inv[d] per axis."""
+    return ((cell_coord(x[0], lo[0], inv[0], nc[0]) * nc[1]
+             + cell_coord(x[1], lo[1], inv[1], nc[1])) * nc[2]
+            + cell_coord(x[2], lo[2], inv[2], nc[2]))
+
+
+cdef struct Sphere:             # a particle in cell order: shifted position, radius
+    double x, y, z, r
+
+cdef struct Row:                # a candidate row: key = id1 << 32 | id2, local indices
+    long key
+    int a, b
+
+cdef Row* _more_rows(Row* rows, Py_ssize_t* cap) noexcept nogil:
+    """The row buffer grown by half, its rows kept (NULL: out of memory, `rows` still
+    valid)."""
+    cdef Py_ssize_t more = cap[0] + cap[0] // 2 + 1024
+    cdef void* p = realloc(rows, more * sizeof(Row))
+    if p != NULL:
+        cap[0] = more
+    return <Row*>p
+
+
 @cython.boundscheck(False)
 @cython.wraparound(False)
 cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[:, ::1] cell,
                 const double[::1] radius, const long[::1] ids, int n_own, double skin,
                 const long[::1] group, long id_lo, long n_groups):
-    cdef Py_ssize_t n = pos.shape[0], i, j, k, e, f, s, m, cap, nrow
-    cdef int d, a, b
-    cdef long c, cx, cy, cz, x, y, z, g, nb, kb, ka
-    cdef double inv_cell, dx, dy, dz, rr, xj, yj, zj, rj
+    cdef Py_ssize_t n = pos.shape[0], i, m, cap
+    cdef int d
+    cdef long ncell, kz
+    cdef double reach, big
     cdef double lo[3]
+    cdef double hi[3]
+    cdef double x[3]
+    cdef double edge[3]
+    cdef double inv[3]
     cdef long nc[3]
-    cdef bint dense = group.shape[0] == 0, gj, oom = False
-    sp_arr, start_arr, members_arr, _ = _binned(pos, image, cell, radius, skin, lo, nc,
-                                                &inv_cell)
-    cdef double[:, ::1] sp = sp_arr
-    cdef long[::1] start = start_arr
-    cdef int[::1] members = members_arr
-    cdef long ncell = nc[0] * nc[1] * nc[2]
-    # copies in cell order: the candidate loop reads contiguous memory
-    cs_arr = np.empty((n, 4))
-    cid_arr = np.empty(n, dtype=np.int64)
-    cdef double[:, ::1] cs = cs_arr
-    cdef long[::1] cid = cid_arr
-    for e in range(n):
-        i = members[e]
-        cs[e, 0] = sp[i, 0]
-        cs[e, 1] = sp[i, 1]
-        cs[e, 2] = sp[i, 2]
-        cs[e, 3] = radius[i]
+    cdef bint dense = group.shape[0] == 0
+    cdef double rmax = 0.0
+    cdef Sphere* sph = NULL
+    cdef long* cid = NULL
+    cdef int* members = NULL
+    cdef int* start = NULL
+    cdef int* cellof = NULL
+    cdef long* gstart = NULL
+    cdef Row* rows = NULL
+    # the bounding box of the shifted positions and the pair range
+    for d in range(3):
+        lo[d] = 1e308
+        hi[d] = -1e308
+    with nogil:
+        for i in range(n):
+            if radius[i] > rmax:
+                rmax = radius[i]
+            _shifted(pos, image, cell, i, x)
+            for d in range(3):
+                if x[d] < lo[d]:
+                    lo[d] = x[d]
+                if x[d] > hi[d]:
+                    hi[d] = x[d]
+    # cells of the pair range in x and y and of half of it in z, the range taken a
+    # little longer so that rounding never hides a pair, grown while there are more
+    # than 8 n cells (a sparse cloud): a pair is at most 1 column apart in x and y and
+    # kz cells in z, and the cells of a column are contiguous (z fastest), so that the
+    # candidates of a particle in one column are one run of the cell list
+    big = 0.0
+    for d in range(3):
+        big = max(big, fabs(lo[d]), fabs(hi[d]))
+    reach = (2.0 * rmax + skin) * (1.0 + 1e-9) + big * 1e-13
+    if not reach > 0.0:                         # no pair possible: any cells
+        reach = 1.0
+    edge[0] = edge[1] = reach
+    edge[2] = 0.5 * reach
+    while (floor((hi[0] - lo[0]) / edge[0]) + 1.0) * (floor((hi[1] - lo[1]) / edge[1]) + 1.0) \
+            * (floor((hi[2] - lo[2]) / edge[2]) + 1.0) > 8.0 * n + 1024.0:
+        for d in range(3):
+            edge[d] *= 1.26
+    for d in range(3):
+        nc[d] = <long>((hi[d] - lo[d]) / edge[d]) + 1
+    for d in range(3):
+        inv[d] = 1.0 / edge[d]
+    kz = <long>ceil(reach * inv[2])             # 2, or 1 once the cells grew
+    ncell = nc[0] * nc[1] * nc[2]
+    cap = 3 * n + 1024                          # rows: grown if needed
+    try:
+        sph = <Sphere*>malloc(n * sizeof(Sphere))
+        cid = <long*>malloc(n * sizeof(long))
+        members = <int*>malloc(n * sizeof(int))
+        cellof = <int*>malloc(n * sizeof(int))
+        start = <int*>malloc((ncell + 1) * sizeof(int))
+        gstart = <long*>malloc((n_groups + 1) * sizeof(long))
+        rows = <Row*>malloc(cap * sizeof(Row))
+        if (sph == NULL or cid == NULL or members == NULL or cellof == NULL or start == NULL
+                or gstart == NULL or rows == NULL):
+            raise MemoryError()
+        memset(gstart, 0, (n_groups + 1) * sizeof(long))
+        with nogil:
+            m = _candidates(pos, image, cell, radius, ids, n_own, skin, group, id_lo, dense,
+                            lo, inv, nc, kz, sph, cid, members, cellof, start, gstart, &rows,
+                            &cap)
+        if m < 0:
+            raise MemoryError()
+        free(sph)                               # the cell list goes before the sorted
+        free(cid)                               # rows are made
+        free(members)
+        free(cellof)
+        free(start)
+        sph, cid, members, cellof, start = NULL, NULL, NULL, NULL, NULL
+        return _sorted_rows(rows, m, gstart, group, id_lo, n_groups, dense)
+    finally:
+        free(sph)
+        free(cid)
+        free(members)
+        free(cellof)
+        free(start)
+        free(gstart)
+        free(rows)
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef Py_ssize_t _candidates(const double[:, ::1] pos, const int[:, ::1] image,
+                            const double[:, ::1] cell, const double[::1] radius,
+                            const long[::1] ids, int n_own, double skin,
+                            const long[::1] group, long id_lo, bint dense, const double* lo,
+                            const double* inv, const long* nc, long kz, Sphere* sph,
+                            long* cid, int* members, int* cellof, int* start, long* gstart,
+                            Row** rows_out, Py_ssize_t* cap) noexcept nogil:
+    """The cell list (counting sort by cell, stable; the particles copied in cell order,
+    so that the candidate loop streams through memory) and the candidate rows, each pair
+    once, in *rows_out (grown as needed); gstart[g + 1] counts the rows of group g.
+    Returns the number of rows, -1 when out of memory."""
+    cdef Py_ssize_t n = pos.shape[0], ncell = nc[0] * nc[1] * nc[2], i, e, f, m = 0
+    cdef Py_ssize_t fs, fe, e0, e1
+    cdef long c, cx, cy, cz, g, col, zlo, zhi, ox, oy, ide
+    cdef int st
+    cdef int sx[4]
+    cdef int sy[4]
+    cdef double x[3]
+    cdef double dx, dy, dz, rr
+    cdef bint ghost
+    cdef Sphere p
+    cdef Row* rows = rows_out[0]
+    cdef Row* more
+    sx[0], sy[0] = 0, 1                         # the forward columns: (0, 1), (1, -1..1)
+    for st in range(1, 4):
+        sx[st], sy[st] = 1, st - 2
+    # counting sort by cell, stable; the particles copied in cell order, so that the
+    # candidate loop streams through memory
+    memset(start, 0, (ncell + 1) * sizeof(int))
+    for i in range(n):
+        _shifted(pos, image, cell, i, x)
+        c = _cell3(x, lo, inv, nc)
+        cellof[i] = <int>c
+        start[c] += 1
+    for c in range(1, ncell):
+        start[c] += start[c - 1]            # the end of each cell
+    start[ncell] = <int>n
+    for i in range(n - 1, -1, -1):          # backwards: each cell's start at the end
+        c = cellof[i]
+        start[c] -= 1
+        e = start[c]
+        _shifted(pos, image, cell, i, x)
+        sph[e].x = x[0]
+        sph[e].y = x[1]
+        sph[e].z = x[2]
+        sph[e].r = radius[i]
         cid[e] = ids[i]
-    cap = 8 * n + 1024
-    cdef int* pa = <int*>malloc(cap * sizeof(int))
-    cdef int* pb = <int*>malloc(cap * sizeof(int))
-    cdef long* pk = <long*>malloc(cap * sizeof(long))
-    cdef int* tmp
-    cdef long* tmpk
-    if pa == NULL or pb == NULL or pk == NULL:
-        free(pa)
-        free(pb)
-        free(pk)
-        raise MemoryError()
-    m = 0
-    with nogil:
-        for c in range(ncell):
-            if start[c] == start[c + 1]:
+        members[e] = <int>i
+    # each pair once: from particle e to the later particles of its column and to
+    # the particles of the four forward columns, kz cells up and down
+    for cx in range(nc[0]):
+        for cy in range(nc[1]):
+            col = (cx * nc[1] + cy) * nc[2]
+            if start[col] == start[col + nc[2]]:
                 continue
-            cz = c % nc[2]
-            cy = (c // nc[2]) % nc[1]
-            cx = c // (nc[1] * nc[2])
-            for nb in range(14):        # the cell itself, then 13 forward neighbors
-                if nb == 0:
-                    x, y, z = cx, cy, cz
-                elif nb < 10:
-                    x, y, z = cx + 1, cy + (nb - 1) // 3 - 1, cz + (nb - 1) % 3 - 1
-                elif nb < 13:
-                    x, y, z = cx, cy + 1, cz + nb - 11
-                else:
-                    x, y, z = cx, cy, cz + 1
-                if x >= nc[0] or y < 0 or y >= nc[1] or z < 0 or z >= nc[2]:
+            for cz in range(nc[2]):
+                e0 = start[col + cz]
+                e1 = start[col + cz + 1]
+                if e0 == e1:
                     continue
-                g = (x * nc[1] + y) * nc[2] + z
-                for e in range(start[c], start[c + 1]):
-                    xj, yj, zj, rj = cs[e, 0], cs[e, 1], cs[e, 2], cs[e, 3]
-                    gj = members[e] >= n_own
-                    for f in range(e + 1 if nb == 0 else start[g], start[g + 1]):
-                        if gj and members[f] >= n_own:
-                            continue
-                        if cid[f] == cid[e]:
-                            continue
-                        dx = cs[f, 0] - xj
-                        dy = cs[f, 1] - yj
-                        dz = cs[f, 2] - zj
-                        rr = rj + cs[f, 3] + skin
-                        if dx * dx + dy * dy + dz * dz < rr * rr:
-                            if m == cap and not oom:
-                                tmp = <int*>realloc(pa, 2 * cap * sizeof(int))
-                                if tmp == NULL:
-                                    oom = True
-                                else:
-                                    pa = tmp
-                                    tmp = <int*>realloc(pb, 2 * cap * sizeof(int))
-                                    if tmp == NULL:
-                                        oom = True
-                                    else:
-                                        pb = tmp
-                                        tmpk = <long*>realloc(pk, 2 * cap * sizeof(long))
-                                        if tmpk == NULL:
-                                            oom = True
-                                        else:
-                                            pk = tmpk
-                                            cap *= 2
-                            if oom:
+                zlo = cz - kz if cz >= kz else 0
+                zhi = cz + kz if cz + kz < nc[2] else nc[2] - 1
+                for e in range(e0, e1):
+                    p = sph[e]
+                    ide = cid[e]
+                    ghost = members[e] >= n_own
+                    for st in range(5):
+                        if st == 4:                 # this column, after e
+                            fs = e + 1
+                            fe = start[col + zhi + 1]
+                        else:
+                            ox = cx + sx[st]
+                            oy = cy + sy[st]
+                            if ox >= nc[0] or oy < 0 or oy >= nc[1]:
                                 continue
-                            if cid[e] < cid[f]:
-                                pa[m] = members[e]
-                                pb[m] = members[f]
-                                pk[m] = (cid[e] << 32) | cid[f]
-                            else:
-                                pa[m] = members[f]
-                                pb[m] = members[e]
-                                pk[m] = (cid[f] << 32) | cid[e]
-                            m += 1
-    if oom:
-        free(pa)
-        free(pb)
-        free(pk)
+                            g = (ox * nc[1] + oy) * nc[2]
+                            fs = start[g + zlo]
+                            fe = start[g + zhi + 1]
+                        for f in range(fs, fe):
+                            if ghost and members[f] >= n_own:
+                                continue
+                            if cid[f] == ide:
+                                continue
+                            dx = sph[f].x - p.x
+                            dy = sph[f].y - p.y
+                            dz = sph[f].z - p.z
+                            rr = p.r + sph[f].r + skin
+                            if dx * dx + dy * dy + dz * dz < rr * rr:
+                                if m == cap[0]:
+                                    more = _more_rows(rows, cap)
+                                    if more == NULL:
+                                        rows_out[0] = rows
+                                        return -1
+                                    rows = more
+                                if ide < cid[f]:
+                                    rows[m].key = (ide << 32) | cid[f]
+                                    rows[m].a = members[e]
+                                    rows[m].b = members[f]
+                                else:
+                                    rows[m].key = (cid[f] << 32) | ide
+                                    rows[m].a = members[f]
+                                    rows[m].b = members[e]
+                                g = ((rows[m].key >> 32) - id_lo) if dense else group[rows[m].a]
+                                gstart[g + 1] += 1
+                                m += 1
+    rows_out[0] = rows
+    return m
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef _sorted_rows(Row* rows, Py_ssize_t m, long* gstart, const long[::1] group, long id_lo,
+                  long n_groups, bint dense):
+    """The rows grouped by particle 1's id (a stable counting sort; gstart[g + 1]: the
+    rows of group g), each group sorted by (key, local index of particle 1), the first
+    row of each key kept: (i1, i2, key)."""
+    cdef Py_ssize_t nrow = 0
+    cdef Row* grouped = <Row*>malloc(max(m, 1) * sizeof(Row))
+    cdef int[::1] i1
+    cdef int[::1] i2
+    cdef long[::1] key
+    if grouped == NULL:
         raise MemoryError()
-    # group the rows by particle 1's id: counting sort (stable in emission order)
-    gstart_arr = np.zeros(n_groups + 1, dtype=np.int64)
-    cdef long[::1] gstart = gstart_arr
-    ea_arr = np.empty(m, dtype=np.int32)
-    eb_arr = np.empty(m, dtype=np.int32)
-    ek_arr = np.empty(m, dtype=np.int64)
-    cdef int[::1] ea = ea_arr, eb = eb_arr
-    cdef long[::1] ek = ek_arr
-    with nogil:
-        for k in range(m):
-            g = ((pk[k] >> 32) - id_lo) if dense else group[pa[k]]
-            gstart[g + 1] += 1
-        for g in range(n_groups):
-            gstart[g + 1] += gstart[g]
-        for k in range(m):
-            g = ((pk[k] >> 32) - id_lo) if dense else group[pa[k]]
-            j = gstart[g]
-            ea[j] = pa[k]
-            eb[j] = pb[k]
-            ek[j] = pk[k]
-            gstart[g] = j + 1
-        free(pa)
-        free(pb)
-        free(pk)
-        # gstart[g] is now the end of group g; sort each group by (key, local index of
-        # particle 1) and keep the first row of each key
-        nrow = 0
-        s = 0
-        for g in range(n_groups):
-            e = gstart[g]
-            for i in range(s + 1, e):          # insertion sort: groups are short
-                ka, a, b = ek[i], ea[i], eb[i]
-                j = i - 1
-                while j >= s and _less_entry(ka, a, ek[j], ea[j]):
-                    ek[j + 1] = ek[j]
-                    ea[j + 1] = ea[j]
-                    eb[j + 1] = eb[j]
-                    j -= 1
-                ek[j + 1] = ka
-                ea[j + 1] = a
-                eb[j + 1] = b
-            for i in range(s, e):
-                if i > s and ek[i] == ek[i - 1]:
-                    continue
-                ek[nrow] = ek[i]
-                ea[nrow] = ea[i]
-                eb[nrow] = eb[i]
-                nrow += 1
-            s = e
-    return ea_arr[:nrow].copy(), eb_arr[:nrow].copy(), ek_arr[:nrow].copy()
+    try:
+        i1_arr = np.empty(m, dtype=np.int32)
+        i2_arr = np.empty(m, dtype=np.int32)
+        key_arr = np.empty(m, dtype=np.int64)
+        i1, i2, key = i1_arr, i2_arr, key_arr
+        with nogil:
+            _group_rows(rows, grouped, m, gstart, group, id_lo, n_groups, dense, i1, i2, key,
+                        &nrow)
+    finally:
+        free(grouped)
+    return i1_arr[:nrow], i2_arr[:nrow], key_arr[:nrow]
+
+
+cdef void _group_rows(Row* rows, Row* grouped, Py_ssize_t m, long* gstart,
+                      const long[::1] group, long id_lo, long n_groups, bint dense,
+                      int[::1] i1, int[::1] i2, long[::1] key,
+                      Py_ssize_t* n_out) noexcept nogil:
+    """_sorted_rows' loops: grouped holds m rows; *n_out the rows kept."""
+    cdef Py_ssize_t i, j, s, e, k, nrow
+    cdef long g
+    cdef Row r
+    for g in range(n_groups):
+        gstart[g + 1] += gstart[g]
+    for k in range(m):
+        g = ((rows[k].key >> 32) - id_lo) if dense else group[rows[k].a]
+        grouped[gstart[g]] = rows[k]
+        gstart[g] += 1
+    # gstart[g] is now the end of group g; sort each group by (key, local index of
+    # particle 1) and keep the first row of each key
+    nrow = 0
+    s = 0
+    for g in range(n_groups):
+        e = gstart[g]
+        for i in range(s + 1, e):          # insertion sort: groups are short
+            r = grouped[i]
+            j = i - 1
+            while j >= s and _less_entry(r.key, r.a, grouped[j].key, grouped[j].a):
+                grouped[j + 1] = grouped[j]
+                j -= 1
+            grouped[j + 1] = r
+        for i in range(s, e):
+            if i > s and grouped[i].key == grouped[i - 1].key:
+                continue
+            key[nrow] = grouped[i].key
+            i1[nrow] = grouped[i].a
+            i2[nrow] = grouped[i].b
+            nrow += 1
+        s = e
+    n_out[0] = nrow

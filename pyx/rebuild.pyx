@@ -147,6 +147,60 @@ def carry_rows(const long[::1] new_key, const long[::1] new_order, const long[::
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
+def carry_slots(const long[::1] new_key, const long[::1] old_key,
+                const signed char[::1] old_active, const int[::1] old_slot,
+                signed char[::1] new_active, int[::1] new_slot, int[::1] free):
+    """carry_rows for two pooled batches sharing one pool: the active old rows whose
+    key is among the new keys pass on their pool row (new_slot, -1 on entry) instead
+    of a copy of it. free (one entry per pool row) gets every other row, highest first
+    (the lowest is taken first, as from a fresh pool). Returns the number of rows in
+    use, or -1 when a list is not in key order (new_active and new_slot are then
+    to be reset by the caller)."""
+    cdef Py_ssize_t nn = new_key.shape[0], no = old_key.shape[0], cap = free.shape[0]
+    cdef Py_ssize_t r, j = 0, used = 0, n_free = 0
+    cdef long k, last = -9223372036854775807 - 1
+    cdef int s
+    cdef bint unsorted = False
+    taken_arr = np.zeros(cap, dtype=np.int8)
+    cdef signed char[::1] taken = taken_arr
+    with nogil:
+        for r in range(1, nn):
+            if new_key[r] < new_key[r - 1]:
+                unsorted = True
+                break
+        for r in range(no):
+            if unsorted:
+                break
+            k = old_key[r]
+            if k < last:
+                unsorted = True
+                break
+            last = k
+            s = old_slot[r]
+            if old_active[r] == 0 or s < 0:
+                continue
+            while j < nn and new_key[j] < k:
+                j += 1
+            if j == nn:
+                continue                            # (the old keys' order still checked)
+            if new_key[j] == k:
+                if new_slot[j] >= 0:                # equal old keys: the last one
+                    taken[new_slot[j]] = 0
+                    used -= 1
+                new_active[j] = old_active[r]
+                new_slot[j] = s
+                used += 1 - taken[s]
+                taken[s] = 1
+        if not unsorted:
+            for r in range(cap - 1, -1, -1):
+                if taken[r] == 0:
+                    free[n_free] = <int>r
+                    n_free += 1
+    return -1 if unsorted else used
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
 def outside(const double[:, ::1] pos, const double[::1] lo, const double[::1] hi,
             const unsigned char[::1] periodic):
     """(first row with a non-finite coordinate or -1, first row outside lo..hi (lo

@@ -100,9 +100,22 @@ class ContactBatch:
         """Copy the rows of contacts active in `old` whose key is also here (where old
         rows share a key, the last one). One merge of the two key-sorted lists
         (pyx/rebuild.pyx); a list not stored in key order is sorted first. A pooled
-        batch gets a pool of the copied rows plus a quarter for contacts to come."""
+        batch carried from a pooled batch takes over its pool (the rows stay where they
+        are), unless the pool holds over twice its contacts (+1024 rows); otherwise it
+        gets a pool of the copied rows plus a quarter for contacts to come."""
         if self.slot is not None:
             n_old = int(np.count_nonzero(old.active)) if len(self) else 0
+            if old.slot is not None and len(old.state) <= 2 * n_old + 1024:
+                # the old pool as it is (not too large for its contacts): only the
+                # rows' slots move (no copy of the state, no fresh pages)
+                free = np.empty_like(old.free)
+                used = _r.carry_slots(self.key, old.key, old.active, old.slot, self.active,
+                                      self.slot, free)
+                if used >= 0:
+                    self.state, self.free, self.n_free = old.state, free, len(free) - used
+                    return
+                self.active[:] = 0                  # a list not in key order
+                self.slot[:] = -1
             self.pool(n_old + n_old // 4 + 64, 0)
         if len(old) == 0 or len(self) == 0:
             return

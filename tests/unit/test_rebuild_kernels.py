@@ -123,6 +123,36 @@ def test_pair_rows_equal_sorted_deduplicated_build_pairs(seed, periodic, sparse_
     assert np.all(np.diff(got[2]) > 0)
 
 
+@pytest.mark.parametrize("scene", ["clusters", "flat", "tall"])
+def test_pair_rows_sparse_flat_and_tall_clouds(scene):
+    """Clouds whose cell grid grows (two far clusters), has one cell layer (all z
+    equal) or tall columns; radii from 0.5 to 2 (the range of the largest): the
+    rows of the brute-force reference."""
+    rng = np.random.default_rng(7)
+    n = 1200
+    if scene == "clusters":
+        pos = rng.uniform(0, 6, (n, 3))
+        pos[n // 2:] += 1e4
+    elif scene == "flat":
+        pos = np.column_stack([rng.uniform(0, 40, (n, 2)), np.full(n, 3.0)])
+    else:
+        pos = rng.uniform(0, 1, (n, 3)) * [8.0, 8.0, 60.0]
+    radius = rng.uniform(0.5, 2.0, n) if scene != "flat" else rng.uniform(0.5, 1.0, n)
+    ids = rng.permutation(n).astype(np.int64)
+    args = (np.ascontiguousarray(pos), np.zeros((n, 3), np.int32), fixed_cell(np.ones(3)),
+            radius, ids, n, 0.2)
+    expected = ref_pair_rows(*args)
+    got = cells.build_pair_rows(*args)
+    assert len(expected[0]) > 500
+    for e, g in zip(expected, got):
+        np.testing.assert_array_equal(g, e)
+    # brute force: every pair within r1 + r2 + skin, once
+    d = np.linalg.norm(pos[:, None] - pos[None], axis=2)
+    i, j = np.nonzero(np.triu(d < radius[:, None] + radius[None] + 0.2, 1))
+    lo, hi = np.minimum(ids[i], ids[j]), np.maximum(ids[i], ids[j])
+    np.testing.assert_array_equal(np.sort((lo << 32) | hi), got[2])
+
+
 def test_pair_rows_empty_and_single():
     z = np.zeros((0, 3))
     out = cells.build_pair_rows(z, np.zeros((0, 3), np.int32), fixed_cell(np.ones(3)), np.zeros(0),
@@ -206,6 +236,40 @@ def test_carry_from_equals_searchsorted_carry(seed, sort_new, sort_old):
         np.testing.assert_array_equal(p.slot >= 0, act)
         assert len(np.unique(p.slot[act])) == act.sum() == len(p.state) - p.n_free
         assert p.state[p.slot[act]].tobytes() == a.state[act].tobytes()
+
+
+def test_pooled_carry_keeps_the_pool():
+    """A pooled list carried into a pooled list passes on its pool rows (no copy):
+    the same pool, the carried rows' slots unchanged, every other row free (the lowest
+    taken first); a pool over twice its contacts (+1024) is compacted instead."""
+    rng = np.random.default_rng(3)
+    keys_ = np.unique(rng.integers(0, 1 << 40, 5000))
+    old = ContactBatch(key=keys_, pooled=True)
+    old.pool(4000, 0)
+    act = np.flatnonzero(rng.uniform(size=len(keys_)) < 0.5)
+    old.active[act] = 1
+    old.slot[act] = rng.permutation(4000)[:len(act)]
+    old.state[:] = rng.normal(size=old.state.shape)
+    new_keys = np.sort(rng.choice(keys_, 4000, replace=False))
+    new = ContactBatch(key=new_keys, pooled=True)
+    new.carry_from(old)
+    assert new.state is old.state
+    hit = np.isin(new_keys, keys_[act])
+    np.testing.assert_array_equal(new.active != 0, hit)
+    np.testing.assert_array_equal(new.slot[hit], old.slot[act][np.isin(keys_[act], new_keys)])
+    np.testing.assert_array_equal(new.slot[~hit], -1)
+    used = new.slot[hit]
+    free = new.free[:new.n_free]
+    np.testing.assert_array_equal(free, np.setdiff1d(np.arange(4000), used)[::-1])
+    # few contacts in a large pool: compacted (a new pool, the rows copied)
+    few = ContactBatch(key=new_keys, pooled=True)
+    old.active[act[20:]] = 0
+    few.carry_from(old)
+    assert few.state is not old.state and len(few.state) < 1000
+    k = few.active != 0
+    assert k.sum() == np.isin(new_keys, keys_[act[:20]]).sum()
+    src = old.slot[act[:20]][np.searchsorted(keys_[act[:20]], new_keys[k])]
+    assert few.state[few.slot[k]].tobytes() == old.state[src].tobytes()
 
 
 def test_carry_rows_last_of_equal_keys_wins():
