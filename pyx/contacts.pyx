@@ -179,6 +179,8 @@ cdef struct Block:
     double out[O_NOUT][NB]
     Py_ssize_t k[NB]          # the pairs' indices
     int law[NB]               # their pair-table rows (offsets into the table)
+    int owner1[NB]            # in-pass sums: their owned particles (-1: none)
+    int owner2[NB]
 
 
 cdef inline bint held(const double* P, double r1, double r2, double gap) noexcept nogil:
@@ -534,10 +536,10 @@ cdef void block_finish(int nb, Block* blk, bint law, const Bodies* B, double dt,
                 t2 = cld(bout, O_T2, j)
             else:
                 lever_torques(cld(bout, O_N, j), L, un, ra, rb, flags, &t1, &t2)
-            p = owner1[k]
+            p = blk.owner1[j]
             if p >= 0:
                 add_ft(fsum + 3 * p, tsum + 3 * p, L.force, -1.0, t1)
-            p = owner2[k]
+            p = blk.owner2[j]
             if p >= 0:
                 add_ft(fsum + 3 * p, tsum + 3 * p, L.force, 1.0, t2)
     worst[0] = worst_ratio
@@ -576,6 +578,10 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
     cdef const int* material = B.material
     cdef const unsigned char* plain = B.plain
     cdef int n_materials = B.n_materials
+    cdef const int* owner1 = S.owner1
+    cdef const int* owner2 = S.owner2
+    cdef double* fsum = S.f
+    cdef double* tsum = S.t
     # the arrays in locals: the stores into the block would otherwise make the compiler
     # reload them from *B and *S for every pair
     cdef const double* pos = B.pos
@@ -652,6 +658,16 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
             cst(bin, B_V2, nb, vld(vel + 3 * b))
         cst(bin, B_W1, nb, vld(angvel + 3 * a))
         cst(bin, B_W2, nb, vld(angvel + 3 * b))
+        if owner1 != NULL:
+            # the owners read here, in candidate order; their sums fetched a block ahead
+            s = owner1[k]
+            blk.owner1[nb] = s
+            prefetch(fsum + 3 * s)
+            prefetch(tsum + 3 * s)
+            s = owner2[k]
+            blk.owner2[nb] = s
+            prefetch(fsum + 3 * s)
+            prefetch(tsum + 3 * s)
         rule = material[a] * n_materials + material[b]
         blk.law[nb] = rule * P_NCOLS
         law = law & plain[rule] & (blk.law[nb] == blk.law[0])
