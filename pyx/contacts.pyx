@@ -619,6 +619,14 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
             for i in range(0, S_NCOLS, 8):
                 prefetch(row + i)
             prefetch(row + S_NCOLS - 1)
+            # particle 2's velocities when the pair was in contact (else particle 1's,
+            # in cache: a select), and the owners of the pairs
+            s = b if active[kp] else i1[k]
+            prefetch(vel + 3 * s)
+            prefetch(angvel + 3 * s)
+            if owner1 != NULL:
+                prefetch(owner1 + kp)
+                prefetch(owner2 + kp)
         a = i1[k]
         b = i2[k]
         x2 = vsub(vld(pos + 3 * b), vld(pos + 3 * a))
