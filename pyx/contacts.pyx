@@ -99,7 +99,7 @@ cdef int _sums_args(int nt, object f_out, object t_out, object o1, object o2,
 # depend on its block (no reassociation, no FMA contraction, IEEE sqrt and division in
 # both): the same bits as one pair at a time (`blocks=False`).
 cdef enum:
-    NB = 32           # touching pairs per block
+    NB = 16           # touching pairs per block
     B_X2 = 0          # block inputs: x2 - x1 (3)
     B_V1 = 3          # v1, v2, w1, w2 (3 each)
     B_V2 = 6
