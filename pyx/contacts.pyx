@@ -29,8 +29,8 @@ from vecmath cimport v3, m33, V, vld, vst, mld, mst, vadd, vsub, vscale, vneg, v
     vcross, mtdot, image_shift, image_velocity, cell_moving
 from l6geom cimport l6_frame, l6_mid_rates, l6_advance, APPROX_MID_NORMAL, APPROX_MID_TRSF
 from contact_row cimport *
-from laws cimport jkr_radius, law_eval, law_plain, law_hooke, P_NCOLS, P_NORMAL, P_KN0, P_KN1, P_KT_RATIO, P_GAMMA_N, \
-    P_ZETA, P_CT_RATIO, P_ESTAR, P_GSTAR, P_MU, P_ROLL_K, P_ROLL_MU, P_TWIST_K, P_TWIST_MU, \
+from laws cimport jkr_radius, law_eval, law_plain, law_hooke, P_NCOLS, P_NORMAL, P_KN0, \
+    P_KN1, P_KT_RATIO, P_GAMMA_N, P_ZETA, P_CT_RATIO, P_ESTAR, P_GSTAR, P_MU, P_ROLL_K, P_ROLL_MU, P_TWIST_K, P_TWIST_MU, \
     P_LIMIT_DAMPING, P_COHESION, P_WORK, P_COH_K, P_REACH, E_NCOLS, E_NORMAL, \
     E_TANGENT, E_DAMP, E_FRIC, E_ROLL, E_WALL
 from omp cimport pdem_omp_max_threads, pdem_omp_available
@@ -292,6 +292,7 @@ cdef inline void block_loop(int nb, Block* blk, double dt, int flags, bint plane
 
 cdef inline void block_flags(int nb, Block* blk, double dt, int flags, bint plane, bint law,
                              const double* table) noexcept nogil:
+    """block_loop with the vectorized flag sets as constants (see block_geometry)."""
     if flags == 0:
         block_loop(nb, blk, dt, 0, plane, law, table)
     elif flags == NO_RATCH:
@@ -490,7 +491,6 @@ cdef void block_finish(int nb, Block* blk, bint law, const Bodies* B, double dt,
     # locals, not reloaded from *B, *S and worst after every store into a row
     cdef const double* pair_table = B.pair_table
     cdef const int* owner1 = S.owner1
-    cdef const int* owner2 = S.owner2
     cdef double* fsum = S.f
     cdef double* tsum = S.t
     cdef double* energy = B.energy
