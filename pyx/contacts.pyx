@@ -16,9 +16,10 @@ H (image2 - image1) (H the cell matrix), the same numbers on every rank and thre
 gather sums each owned particle's contributions in the order of its CSR list
 (ascending partner id), never with atomics.
 
-Speed. The sphere-sphere kernel works in blocks of touching pairs whose geometry one
-vectorized loop computes (see "vector blocks" below), with the contact rows and the
-partners' data prefetched; sphere-plane contacts go one at a time.
+Speed. The sphere-sphere and sphere-plane kernels work in blocks of touching pairs whose
+geometry (and plain Hooke + Coulomb law) one vectorized loop computes (see "vector
+blocks" below), with the contact rows, the partners' data and the in-pass sums
+prefetched.
 """
 cimport cython
 from cython.parallel cimport prange, threadid
@@ -95,9 +96,12 @@ cdef int _sums_args(int nt, object f_out, object t_out, object o1, object o2,
 # then computes the L6Geom update of the whole block with the scalar path's own inline
 # routines (l6geom.pxd), which are branch-free so that the C compiler vectorizes the loop
 # across pairs (4 or 8 pairs per AVX instruction); last, a scalar pass in pair order
-# applies the law, writes the rows and adds the in-pass sums. A pair's numbers do not
-# depend on its block (no reassociation, no FMA contraction, IEEE sqrt and division in
-# both): the same bits as one pair at a time (`blocks=False`).
+# applies the law, writes the rows and adds the in-pass sums. A block whose pairs share
+# one pair-table row of the plain Hooke + Coulomb law (laws.pxd law_plain; no energy
+# tracking) has the law evaluated in the vector loop too (law_hooke, the operations of
+# law_eval). A pair's numbers do not depend on its block (no reassociation, no FMA
+# contraction, IEEE sqrt and division in both): the same bits as one pair at a time
+# (`blocks=False`) and as the scalar law.
 cdef enum:
     NB = 16           # touching pairs per block
     B_X2 = 0          # block inputs: x2 - x1 (3)
