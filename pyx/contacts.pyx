@@ -18,8 +18,7 @@ gather sums each owned particle's contributions in the order of its CSR list
 
 Speed. The sphere-sphere and sphere-plane kernels work in blocks of touching pairs whose
 geometry (and plain Hooke + Coulomb law) one vectorized loop computes (see "vector
-blocks" below), with the contact rows, the partners' data and the in-pass sums
-prefetched.
+blocks" below), with the contact rows and the partners' data prefetched.
 """
 cimport cython
 from cython.parallel cimport prange, threadid
@@ -31,7 +30,8 @@ from vecmath cimport v3, m33, V, vld, vst, mld, mst, vadd, vsub, vscale, vneg, v
 from l6geom cimport l6_frame, l6_mid_rates, l6_advance, APPROX_MID_NORMAL, APPROX_MID_TRSF
 from contact_row cimport *
 from laws cimport jkr_radius, law_eval, law_plain, law_hooke, P_NCOLS, P_NORMAL, P_KN0, \
-    P_KN1, P_KT_RATIO, P_GAMMA_N, P_ZETA, P_CT_RATIO, P_ESTAR, P_GSTAR, P_MU, P_ROLL_K, P_ROLL_MU, P_TWIST_K, P_TWIST_MU, \
+    P_KN1, P_KT_RATIO, P_GAMMA_N, P_ZETA, P_CT_RATIO, P_ESTAR, P_GSTAR, P_MU, P_ROLL_K, \
+    P_ROLL_MU, P_TWIST_K, P_TWIST_MU, \
     P_LIMIT_DAMPING, P_COHESION, P_WORK, P_COH_K, P_REACH, E_NCOLS, E_NORMAL, \
     E_TANGENT, E_DAMP, E_FRIC, E_ROLL, E_WALL
 from omp cimport pdem_omp_max_threads, pdem_omp_available
@@ -103,7 +103,7 @@ cdef int _sums_args(int nt, object f_out, object t_out, object o1, object o2,
 # contraction, IEEE sqrt and division in both): the same bits as one pair at a time
 # (`blocks=False`) and as the scalar law.
 cdef enum:
-    NB = 16           # touching pairs per block
+    NB = 32           # touching pairs per block
     B_X2 = 0          # block inputs: x2 - x1 (3)
     B_V1 = 3          # v1, v2, w1, w2 (3 each)
     B_V2 = 6
@@ -183,8 +183,6 @@ cdef struct Block:
     double out[O_NOUT][NB]
     Py_ssize_t k[NB]          # the pairs' indices
     int law[NB]               # their pair-table rows (offsets into the table)
-    int owner1[NB]            # in-pass sums: their owned particles (-1: none)
-    int owner2[NB]
 
 
 cdef inline bint held(const double* P, double r1, double r2, double gap) noexcept nogil:
@@ -495,6 +493,7 @@ cdef void block_finish(int nb, Block* blk, bint law, const Bodies* B, double dt,
     # locals, not reloaded from *B, *S and worst after every store into a row
     cdef const double* pair_table = B.pair_table
     cdef const int* owner1 = S.owner1
+    cdef const int* owner2 = S.owner2
     cdef double* fsum = S.f
     cdef double* tsum = S.t
     cdef double* energy = B.energy
@@ -540,10 +539,10 @@ cdef void block_finish(int nb, Block* blk, bint law, const Bodies* B, double dt,
                 t2 = cld(bout, O_T2, j)
             else:
                 lever_torques(cld(bout, O_N, j), L, un, ra, rb, flags, &t1, &t2)
-            p = blk.owner1[j]
+            p = owner1[k]
             if p >= 0:
                 add_ft(fsum + 3 * p, tsum + 3 * p, L.force, -1.0, t1)
-            p = blk.owner2[j]
+            p = owner2[k]
             if p >= 0:
                 add_ft(fsum + 3 * p, tsum + 3 * p, L.force, 1.0, t2)
     worst[0] = worst_ratio
@@ -582,10 +581,6 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
     cdef const int* material = B.material
     cdef const unsigned char* plain = B.plain
     cdef int n_materials = B.n_materials
-    cdef const int* owner1 = S.owner1
-    cdef const int* owner2 = S.owner2
-    cdef double* fsum = S.f
-    cdef double* tsum = S.t
     # the arrays in locals: the stores into the block would otherwise make the compiler
     # reload them from *B and *S for every pair
     cdef const double* pos = B.pos
@@ -623,14 +618,6 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
             for i in range(0, S_NCOLS, 8):
                 prefetch(row + i)
             prefetch(row + S_NCOLS - 1)
-            # particle 2's velocities when the pair was in contact (else particle 1's,
-            # in cache: a select), and the owners of the pairs
-            s = b if active[kp] else i1[k]
-            prefetch(vel + 3 * s)
-            prefetch(angvel + 3 * s)
-            if owner1 != NULL:
-                prefetch(owner1 + kp)
-                prefetch(owner2 + kp)
         a = i1[k]
         b = i2[k]
         x2 = vsub(vld(pos + 3 * b), vld(pos + 3 * a))
@@ -670,16 +657,6 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
             cst(bin, B_V2, nb, vld(vel + 3 * b))
         cst(bin, B_W1, nb, vld(angvel + 3 * a))
         cst(bin, B_W2, nb, vld(angvel + 3 * b))
-        if owner1 != NULL:
-            # the owners read here, in candidate order; their sums fetched a block ahead
-            s = owner1[k]
-            blk.owner1[nb] = s
-            prefetch(fsum + 3 * s)
-            prefetch(tsum + 3 * s)
-            s = owner2[k]
-            blk.owner2[nb] = s
-            prefetch(fsum + 3 * s)
-            prefetch(tsum + 3 * s)
         rule = material[a] * n_materials + material[b]
         blk.law[nb] = rule * P_NCOLS
         law = law & plain[rule] & (blk.law[nb] == blk.law[0])
