@@ -5,13 +5,18 @@ calls alternate on the same state, the fastest of `--rounds` counts (a shared ma
 noise mostly adds time). Also checks that both builds leave the same rows and sums.
 
   PYTHONPATH=$PWD .venv/bin/python bench/kernel_ab.py MAIN.so BRANCH.so \
-      [--ckpt bench/out/chute_n33462_s1_warm.ckpt] [--steps 20] [--rounds 150]
+      [--ckpt bench/out/chute_n33462_s1_warm.ckpt] [--steps 20] [--rounds 150] \
+      [--segments 100 --segment-steps 20]
 
 (MAIN.so: e.g. a copy of another tree's pdem/_kernels/contacts*.so.) The run restarts
 from the checkpoint, makes `--steps` steps, then times with the in-pass sums on:
 `sphere_sphere` on all candidates (pooled rows, as in a step), on the touching pairs
 alone and on the candidates that do not touch alone (rows per pair), and
-`sphere_plane` on the floor rows."""
+`sphere_plane` on the floor rows. With `--segments N`, then the real step: the
+simulation runs on, the two builds' kernels swapped in (pdem.contact.kinds) for
+alternate segments of `--segment-steps` steps (both give the same bits, so the
+trajectory is one), and the contact phase (sim.timers) and the process CPU time of a
+segment are compared: fastest segment, medians and the median of the paired ratios."""
 import argparse
 import importlib.util
 import os
@@ -47,6 +52,8 @@ def main():
     ap.add_argument("--ckpt", default=os.path.join(here, "out", "chute_n33462_s1_warm.ckpt"))
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=150)
+    ap.add_argument("--segments", type=int, default=0)
+    ap.add_argument("--segment-steps", type=int, default=20)
     args = ap.parse_args()
     mods = [load(p, "build%d" % i) for i, p in enumerate(args.builds)]
     sim = pdem.restart(args.ckpt, threads=1)
@@ -102,6 +109,31 @@ def main():
     pa, pb = best[0, "all"] + best[0, "plane"], best[1, "all"] + best[1, "plane"]
     print("kernels per step: A %.3f ms, B %.3f ms, B/A %.3f; load %.1f" % (
         pa * 1e3, pb * 1e3, pb / pa, os.getloadavg()[0]))
+    if args.segments:
+        real_step(sim, mods, args.segments, args.segment_steps)
+
+
+def real_step(sim, mods, segments, steps):
+    """The two builds in alternate segments of the simulation's own steps."""
+    from pdem.contact import kinds
+    keep, times = kinds.ck, [[], []]
+    for r in range(segments):
+        for i in ((0, 1) if r % 2 == 0 else (1, 0)):
+            kinds.ck = mods[i]
+            sim.timers["contact"] = 0.0
+            t0 = time.process_time()
+            sim.run(steps=steps)
+            times[i].append((sim.timers["contact"], time.process_time() - t0))
+    kinds.ck = keep
+    a, b = np.array(times[0]) / steps * 1e3, np.array(times[1]) / steps * 1e3
+    print("real step, %d segments of %d steps each (load %.1f), per step:" % (
+        segments, steps, os.getloadavg()[0]))
+    for name, c in (("contact phase (wall)", 0), ("whole step (CPU)", 1)):
+        print("  %s: A fastest %.3f median %.3f ms, B fastest %.3f median %.3f ms; B/A "
+              "fastest %.3f, medians %.3f, paired %.3f" % (
+                  name, a[:, c].min(), np.median(a[:, c]), b[:, c].min(), np.median(b[:, c]),
+                  b[:, c].min() / a[:, c].min(), np.median(b[:, c]) / np.median(a[:, c]),
+                  np.median(b[:, c] / a[:, c])))
 
 
 if __name__ == "__main__":
