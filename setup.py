@@ -46,6 +46,14 @@ def openmp_flags():
 # without AVX-512; tests/unit/test_build.py checks that no kernel holds an FMA.
 NO_AVX512 = {"ellipsoid", "integrate", "rigid_body"}
 
+# The pair kernel's vector blocks (contacts.pyx block_loop) hold the law's selects: with
+# the default -ftrapping-math GCC sinks an operation used by one side of a select into a
+# branch and will not if-convert it back (the loop then does not vectorize), and its
+# 14 specialized copies of the loop exceed GCC's default growth limits for inlining.
+# Neither option changes a result: no operation is reassociated, contracted or removed.
+EXTRA_FLAGS = {"contacts": ["-fno-trapping-math", "--param", "large-function-growth=10000",
+                            "--param", "large-stack-frame-growth=10000"]}
+
 
 def arch_flags(name):
     """-march=native by default (the kernels are built on the machine that runs them;
@@ -78,7 +86,8 @@ extensions = [
         extra_compile_args=["-O3", "-ffp-contract=off", "-fno-math-errno", "--param", "max-inline-insns-single=2000",
                             "--param", "large-function-growth=2000", "--param",
                             "inline-unit-growth=1000"]
-        + arch_flags(os.path.splitext(os.path.basename(pyx))[0]) + omp_compile,
+        + arch_flags(os.path.splitext(os.path.basename(pyx))[0])
+        + EXTRA_FLAGS.get(os.path.splitext(os.path.basename(pyx))[0], []) + omp_compile,
         extra_link_args=omp_link,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )

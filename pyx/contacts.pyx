@@ -16,9 +16,9 @@ H (image2 - image1) (H the cell matrix), the same numbers on every rank and thre
 gather sums each owned particle's contributions in the order of its CSR list
 (ascending partner id), never with atomics.
 
-Speed. The sphere-sphere kernel works in blocks of touching pairs whose geometry one
-vectorized loop computes (see "vector blocks" below), with the contact rows and the
-partners' data prefetched; sphere-plane contacts go one at a time.
+Speed. The sphere-sphere and sphere-plane kernels work in blocks of touching pairs whose
+geometry (and plain Hooke + Coulomb law) one vectorized loop computes (see "vector
+blocks" below), with the contact rows and the partners' data prefetched.
 """
 cimport cython
 from cython.parallel cimport prange, threadid
@@ -29,8 +29,9 @@ from vecmath cimport v3, m33, V, vld, vst, mld, mst, vadd, vsub, vscale, vneg, v
     vcross, mtdot, image_shift, image_velocity, cell_moving
 from l6geom cimport l6_frame, l6_mid_rates, l6_advance, APPROX_MID_NORMAL, APPROX_MID_TRSF
 from contact_row cimport *
-from laws cimport jkr_radius, law_eval, P_NCOLS, P_NORMAL, P_KN0, P_KN1, P_KT_RATIO, P_GAMMA_N, \
-    P_ZETA, P_CT_RATIO, P_ESTAR, P_GSTAR, P_MU, P_ROLL_K, P_ROLL_MU, P_TWIST_K, P_TWIST_MU, \
+from laws cimport jkr_radius, law_eval, law_plain, law_hooke, P_NCOLS, P_NORMAL, P_KN0, \
+    P_KN1, P_KT_RATIO, P_GAMMA_N, P_ZETA, P_CT_RATIO, P_ESTAR, P_GSTAR, P_MU, P_ROLL_K, \
+    P_ROLL_MU, P_TWIST_K, P_TWIST_MU, \
     P_LIMIT_DAMPING, P_COHESION, P_WORK, P_COH_K, P_REACH, E_NCOLS, E_NORMAL, \
     E_TANGENT, E_DAMP, E_FRIC, E_ROLL, E_WALL
 from omp cimport pdem_omp_max_threads, pdem_omp_available
@@ -95,9 +96,12 @@ cdef int _sums_args(int nt, object f_out, object t_out, object o1, object o2,
 # then computes the L6Geom update of the whole block with the scalar path's own inline
 # routines (l6geom.pxd), which are branch-free so that the C compiler vectorizes the loop
 # across pairs (4 or 8 pairs per AVX instruction); last, a scalar pass in pair order
-# applies the law, writes the rows and adds the in-pass sums. A pair's numbers do not
-# depend on its block (no reassociation, no FMA contraction, IEEE sqrt and division in
-# both): the same bits as one pair at a time (`blocks=False`).
+# applies the law, writes the rows and adds the in-pass sums. A block whose pairs share
+# one pair-table row of the plain Hooke + Coulomb law (laws.pxd law_plain; no energy
+# tracking) has the law evaluated in the vector loop too (law_hooke, the operations of
+# law_eval). A pair's numbers do not depend on its block (no reassociation, no FMA
+# contraction, IEEE sqrt and division in both): the same bits as one pair at a time
+# (`blocks=False`) and as the scalar law.
 cdef enum:
     NB = 32           # touching pairs per block
     B_X2 = 0          # block inputs: x2 - x1 (3)
@@ -113,7 +117,9 @@ cdef enum:
     B_M2 = 28
     B_N = 29          # plane contacts: the plane's normal (3) and u_n, given
     B_UN = 32
-    B_NIN = 33
+    B_U = 33          # law blocks: u (y, z at 34, 35; x unused) and u0 (3) at t - dt
+    B_U0 = 36
+    B_NIN = 39
     O_C = 0           # block outputs: contact point c (3), n (3), u_n, T(t) (9),
     O_N = 3           # udot (3), phidot (3), normal rate vn, ok = 0 when the mid-step
     O_UN = 6          # Slerp needs the quaternion route, m*, R*, overlap / smaller radius
@@ -125,7 +131,12 @@ cdef enum:
     O_MEFF = 24
     O_REFF = 25
     O_RATIO = 26
-    O_NOUT = 27
+    O_U = 27          # law blocks: u(t) (3), u0 after slip (3), the force on 2 (global),
+    O_U0 = 30         # the torques on 1 and 2 (lever_torques)
+    O_F = 33
+    O_T1 = 36
+    O_T2 = 39
+    O_NOUT = 42
 
 
 cdef extern from *:
@@ -151,6 +162,7 @@ cdef struct Bodies:
     const int* material
     const double* pair_table
     int n_materials
+    const unsigned char* plain  # per pair-table row: law_plain and no energy tracking
     bint periodic         # any periodic axis: positions need their images' shift
     bint sticky           # some pair law keeps contacts beyond touching (JKR: P_REACH)
     double* energy        # NULL, or per pair the energy terms (laws.pxd E_*)
@@ -170,6 +182,7 @@ cdef struct Block:
     double inp[B_NIN][NB]
     double out[O_NOUT][NB]
     Py_ssize_t k[NB]          # the pairs' indices
+    int law[NB]               # their pair-table rows (offsets into the table)
 
 
 cdef inline bint held(const double* P, double r1, double r2, double gap) noexcept nogil:
@@ -205,20 +218,28 @@ cdef inline m33 cmld(double (*col)[NB], int i, int j) noexcept nogil:
     return m
 
 
-cdef inline void block_loop(int nb, Block* blk, double dt, int flags, bint plane) noexcept nogil:
+cdef inline void block_loop(int nb, Block* blk, double dt, int flags, bint plane, bint law,
+                            const double* table) noexcept nogil:
     """L6Geom update (seed 000) of the nb pairs of a block, column in, column out: the
-    loop the C compiler vectorizes when `flags` is a constant (block_geometry). Pairs
-    that form this step are computed too (from stale frames) and ignored. plane: sphere-
-    plane contacts (body 1 the plane: radius 0, no spin, infinite mass) whose normal and
-    u_n are given (B_N, B_UN), as sphere_plane's scalar route takes them."""
+    loop the C compiler vectorizes when `flags`, `plane` and `law` are constants
+    (block_geometry). Pairs that form this step are computed too (from stale frames) and
+    ignored. plane: sphere-plane contacts (body 1 the plane: radius 0, no spin, infinite
+    mass) whose normal and u_n are given (B_N, B_UN), as sphere_plane's scalar route
+    takes them. law: the pairs share one row of `table` (blk.law), of law_plain's case,
+    and the loop also advances u and evaluates the law (laws.pxd law_hooke, branch-free)
+    and the lever torques: O_U, O_U0, O_F, O_T1, O_T2."""
     cdef int j
-    cdef v3 x2, n, c, w1, w2, vr2, udot, phidot
+    cdef double P[P_NCOLS]     # the law's row, in a local that no store of the loop aliases
+    cdef v3 x2, n, c, w1, w2, vr2, udot, phidot, u, u0, t1, t2
     cdef m33 Tp, Tc
-    cdef double dist, un, vn, r1, r2
+    cdef double dist, un, vn, r1, r2, meff, reff
+    cdef Load L
     cdef double (*bin)[NB]
     cdef double (*bout)[NB]
     bin = blk.inp
     bout = blk.out
+    if law:
+        memcpy(P, table + blk.law[0], P_NCOLS * sizeof(double))
     for j in range(nb):
         x2 = cld(bin, B_X2, j)
         r1 = bin[B_R1][j]
@@ -248,35 +269,95 @@ cdef inline void block_loop(int nb, Block* blk, double dt, int flags, bint plane
         cst(bout, O_PHIDOT, j, phidot)
         bout[O_VN][j] = vn
         if plane:
-            bout[O_MEFF][j] = bin[B_M2][j]
-            bout[O_REFF][j] = r2
+            meff = bin[B_M2][j]
+            reff = r2
             bout[O_RATIO][j] = -un / r2
         else:
-            bout[O_MEFF][j] = bin[B_M1][j] * bin[B_M2][j] / (bin[B_M1][j] + bin[B_M2][j])
-            bout[O_REFF][j] = r1 * r2 / (r1 + r2)
+            meff = bin[B_M1][j] * bin[B_M2][j] / (bin[B_M1][j] + bin[B_M2][j])
+            reff = r1 * r2 / (r1 + r2)
             bout[O_RATIO][j] = -un / (r1 if r1 < r2 else r2)
+        bout[O_MEFF][j] = meff
+        bout[O_REFF][j] = reff
+        if law:
+            # l6_advance's u (its phi: block_finish), then the law and the torques
+            u = V(un, bin[B_U + 1][j] + udot.y * dt, bin[B_U + 2][j] + udot.z * dt)
+            u0 = cld(bin, B_U0, j)
+            L.force = mtdot(Tc, law_hooke(P, meff, reff, u, &u0, V(vn, udot.y, udot.z)))
+            L.moment = V(0.0, 0.0, 0.0)
+            lever_torques(n, L, un, r1, r2, flags, &t1, &t2)
+            cst(bout, O_U, j, u)
+            cst(bout, O_U0, j, u0)
+            cst(bout, O_F, j, L.force)
+            cst(bout, O_T1, j, t1)
+            cst(bout, O_T2, j, t2)
 
 
-cdef void block_geometry(int nb, Block* blk, double dt, int flags, bint plane=False) noexcept nogil:
-    """block_loop with the flags as a compile-time constant for the default L6Geom, for
-    NO_RATCH and for the approximate mid-step normal and transformation, so that the
-    flag tests fold away and the loop vectorizes (a loop with branches does not); any
-    other combination of flags runs the same loop unvectorized."""
-    if plane:
-        if flags == 0:
-            block_loop(nb, blk, dt, 0, True)
-        elif flags == NO_RATCH:
-            block_loop(nb, blk, dt, NO_RATCH, True)
-        else:
-            block_loop(nb, blk, dt, flags, True)
-    elif flags == 0:
-        block_loop(nb, blk, dt, 0, False)
+cdef inline void block_flags(int nb, Block* blk, double dt, int flags, bint plane, bint law,
+                             const double* table) noexcept nogil:
+    """block_loop with the vectorized flag sets as constants (see block_geometry)."""
+    if flags == 0:
+        block_loop(nb, blk, dt, 0, plane, law, table)
     elif flags == NO_RATCH:
-        block_loop(nb, blk, dt, NO_RATCH, False)
-    elif flags == APPROX_MID_NORMAL | APPROX_MID_TRSF:
-        block_loop(nb, blk, dt, APPROX_MID_NORMAL | APPROX_MID_TRSF, False)
+        block_loop(nb, blk, dt, NO_RATCH, plane, law, table)
+    elif flags == APPROX_MID_NORMAL | APPROX_MID_TRSF and not plane:
+        block_loop(nb, blk, dt, APPROX_MID_NORMAL | APPROX_MID_TRSF, plane, law, table)
     else:
-        block_loop(nb, blk, dt, flags, False)
+        block_loop(nb, blk, dt, flags, plane, law, table)
+
+
+cdef void block_pairs(int nb, Block* blk, double dt, int flags, const double* table) noexcept nogil:
+    block_flags(nb, blk, dt, flags, False, False, table)
+
+
+cdef void block_pairs_law(int nb, Block* blk, double dt, int flags, const double* table) noexcept nogil:
+    block_flags(nb, blk, dt, flags, False, True, table)
+
+
+cdef void block_planes(int nb, Block* blk, double dt, int flags, const double* table) noexcept nogil:
+    block_flags(nb, blk, dt, flags, True, False, table)
+
+
+cdef void block_planes_law(int nb, Block* blk, double dt, int flags, const double* table) noexcept nogil:
+    block_flags(nb, blk, dt, flags, True, True, table)
+
+
+cdef inline void block_geometry(int nb, Block* blk, double dt, int flags, bint plane, bint law,
+                                const double* table) noexcept nogil:
+    """block_loop with the flags, `plane` and `law` as compile-time constants for the
+    default L6Geom, for NO_RATCH and for the approximate mid-step normal and
+    transformation, so that the tests fold away and the loop vectorizes (a loop with
+    branches does not); any other combination of flags runs the same loop unvectorized.
+    One function per (plane, law): in one function, GCC's inlining limits would leave
+    some of the 16 loops as calls, not vectorized."""
+    if plane:
+        if law:
+            block_planes_law(nb, blk, dt, flags, table)
+        else:
+            block_planes(nb, blk, dt, flags, table)
+    elif law:
+        block_pairs_law(nb, blk, dt, flags, table)
+    else:
+        block_pairs(nb, blk, dt, flags, table)
+
+
+cdef inline Load block_row(Block* blk, int j, double* row, double dt) noexcept nogil:
+    """A law block's pair j (block_loop's `law`): its row written from the block's
+    outputs (contact_law's row; phi advanced as l6_advance does, phi0 unchanged, the
+    moment zero); returns the load."""
+    cdef double (*bout)[NB]
+    cdef Load L
+    cdef int i
+    bout = blk.out
+    for i in range(9):
+        row[S_T + i] = bout[O_T + i][j]
+    vst(row + S_U, cld(bout, O_U, j))
+    vst(row + S_PHI, vadd(vld(row + S_PHI), vscale(cld(bout, O_PHIDOT, j), dt)))
+    vst(row + S_U0, cld(bout, O_U0, j))
+    L.force = cld(bout, O_F, j)
+    L.moment = V(0.0, 0.0, 0.0)
+    vst(row + S_FORCE, L.force)
+    vst(row + S_MOMENT, L.moment)
+    return L
 
 
 # State pool (pooled batches). A thread writes the pairs that form in its range to rows
@@ -393,14 +474,15 @@ cdef int settle(object pool, Fresh* fr, int nt) except -1:
         free(fr)
 
 
-cdef void block_finish(int nb, Block* blk, const int* i1, const int* i2, const Bodies* B,
-                       double dt, int flags, signed char* active, double* state, int* slot,
-                       Fresh* fr, double* worst, const Sums* S) noexcept nogil:
-    """The block's geometry, then per pair in pair order: the L6Geom increments and the
-    law (the scalar route for pairs that form and for turns beyond 90 degrees), the row,
-    the worst overlap and the in-pass sums."""
+cdef void block_finish(int nb, Block* blk, bint law, const Bodies* B, double dt, int flags,
+                       signed char* active, double* state, int* slot, Fresh* fr,
+                       double* worst, const Sums* S) noexcept nogil:
+    """The block's geometry (and law: `law`, see block_loop), then per pair in pair order:
+    the L6Geom increments and the law (the scalar route for pairs that form and for turns
+    beyond 90 degrees), the row, the worst overlap and the in-pass sums."""
     cdef int j, p
     cdef Py_ssize_t k
+    cdef bint fast
     cdef double ra, rb, un, meff, reff, ratio
     cdef double* row
     cdef const double* P
@@ -409,9 +491,7 @@ cdef void block_finish(int nb, Block* blk, const int* i1, const int* i2, const B
     cdef double (*bin)[NB]
     cdef double (*bout)[NB]
     # locals, not reloaded from *B, *S and worst after every store into a row
-    cdef const int* material = B.material
     cdef const double* pair_table = B.pair_table
-    cdef int n_materials = B.n_materials
     cdef const int* owner1 = S.owner1
     cdef const int* owner2 = S.owner2
     cdef double* fsum = S.f
@@ -421,7 +501,7 @@ cdef void block_finish(int nb, Block* blk, const int* i1, const int* i2, const B
     cdef double worst_ratio = worst[0], worst_k = worst[1]
     bin = blk.inp
     bout = blk.out
-    block_geometry(nb, blk, dt, flags)
+    block_geometry(nb, blk, dt, flags, False, law, pair_table)
     for j in range(nb):
         k = blk.k[j]
         row = pair_row(state, slot, k, fr)
@@ -430,10 +510,13 @@ cdef void block_finish(int nb, Block* blk, const int* i1, const int* i2, const B
         un = bout[O_UN][j]
         meff = bout[O_MEFF][j]
         reff = bout[O_REFF][j]
-        P = pair_table + (material[i1[k]] * n_materials + material[i2[k]]) * P_NCOLS
+        P = pair_table + blk.law[j]
         if energy != NULL:
             E = energy + k * E_NCOLS
-        if active[k] == 0 or bout[O_OK][j] == 0.0:
+        fast = law and active[k] != 0 and bout[O_OK][j] != 0.0
+        if fast:
+            L = block_row(blk, j, row, dt)
+        elif active[k] == 0 or bout[O_OK][j] == 0.0:
             L = contact_update(cld(bout, O_C, j), cld(bout, O_N, j), un, cld(bin, B_X2, j),
                                cld(bin, B_V1, j), cld(bin, B_V2, j), cld(bin, B_W1, j),
                                cld(bin, B_W2, j), ra, rb, meff, reff, P, dt, flags, active + k,
@@ -451,7 +534,11 @@ cdef void block_finish(int nb, Block* blk, const int* i1, const int* i2, const B
             worst_ratio = ratio
             worst_k = k
         if owner1 != NULL:
-            lever_torques(cld(bout, O_N, j), L, un, ra, rb, flags, &t1, &t2)
+            if fast:
+                t1 = cld(bout, O_T1, j)
+                t2 = cld(bout, O_T2, j)
+            else:
+                lever_torques(cld(bout, O_N, j), L, un, ra, rb, flags, &t1, &t2)
             p = owner1[k]
             if p >= 0:
                 add_ft(fsum + 3 * p, tsum + 3 * p, L.force, -1.0, t1)
@@ -460,6 +547,18 @@ cdef void block_finish(int nb, Block* blk, const int* i1, const int* i2, const B
                 add_ft(fsum + 3 * p, tsum + 3 * p, L.force, 1.0, t2)
     worst[0] = worst_ratio
     worst[1] = worst_k
+
+
+cdef inline void block_state(Block* blk, int j, const double* row) noexcept nogil:
+    """The block's copy of pair j's state at t - dt: T, and u (y, z) and u0 for the law."""
+    cdef double (*bin)[NB]
+    cdef int i
+    bin = blk.inp
+    for i in range(9):
+        bin[B_T + i][j] = row[S_T + i]
+    bin[B_U + 1][j] = row[S_U + 1]
+    bin[B_U + 2][j] = row[S_U + 2]
+    cst(bin, B_U0, j, vld(row + S_U0))
 
 
 cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
@@ -473,11 +572,15 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
     cdef Block blk
     cdef double (*bin)[NB]
     cdef Py_ssize_t k, kp
-    cdef int nb = 0, a, b, i, s
+    cdef int nb = 0, a, b, i, s, rule
     cdef int full = NB if blocks else 1
+    cdef bint law = True           # the pairs of the block so far: one row, law_plain's case
     cdef double dist2, rs
     cdef v3 x2
     cdef const double* row
+    cdef const int* material = B.material
+    cdef const unsigned char* plain = B.plain
+    cdef int n_materials = B.n_materials
     # the arrays in locals: the stores into the block would otherwise make the compiler
     # reload them from *B and *S for every pair
     cdef const double* pos = B.pos
@@ -554,26 +657,42 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
             cst(bin, B_V2, nb, vld(vel + 3 * b))
         cst(bin, B_W1, nb, vld(angvel + 3 * a))
         cst(bin, B_W2, nb, vld(angvel + 3 * b))
+        rule = material[a] * n_materials + material[b]
+        blk.law[nb] = rule * P_NCOLS
+        law = law & plain[rule] & (blk.law[nb] == blk.law[0])
         if slot == NULL:
-            row = state + k * S_NCOLS + S_T
+            row = state + k * S_NCOLS
         else:
-            row = (state + slot[k] * S_NCOLS if slot[k] >= 0 else zero_row) + S_T
-        for i in range(9):
-            bin[B_T + i][nb] = row[i]
+            row = state + slot[k] * S_NCOLS if slot[k] >= 0 else zero_row
+        block_state(&blk, nb, row)
         nb += 1
         if nb == full:
-            block_finish(nb, &blk, i1, i2, B, dt, flags, active, state, slot, fr, worst, S)
+            block_finish(nb, &blk, law, B, dt, flags, active, state, slot, fr, worst, S)
             nb = 0
+            law = True
     if nb:
-        block_finish(nb, &blk, i1, i2, B, dt, flags, active, state, slot, fr, worst, S)
+        block_finish(nb, &blk, law, B, dt, flags, active, state, slot, fr, worst, S)
+
+
+cdef object plain_rows(const double[:, ::1] pair_table, object energy):
+    """Per pair-table row, 1 when its pairs can take the vector blocks' law (laws.pxd
+    law_plain, and no energy tracking)."""
+    out = np.zeros(max(1, pair_table.shape[0]), np.uint8)
+    cdef Py_ssize_t i
+    if energy is None:
+        for i in range(pair_table.shape[0]):
+            out[i] = law_plain(&pair_table[i, 0])
+    return out
 
 
 cdef int bodies_init(Bodies* B, const double[:, ::1] pos, const double[:, ::1] vel,
                      const double[:, ::1] angvel, const double[::1] radius,
                      const double[::1] mass, const int[::1] material,
                      const double[:, ::1] pair_table, int n_materials,
-                     double[:, ::1] energy, Py_ssize_t m) except -1:
-    """The particle arrays and laws of a kernel call (m > 0 rows) into B."""
+                     double[:, ::1] energy, Py_ssize_t m, const unsigned char[::1] plain) except -1:
+    """The particle arrays and laws of a kernel call (m > 0 rows) into B (plain:
+    plain_rows of the call, kept alive by the caller)."""
+    B.plain = &plain[0]
     B.pos = &pos[0, 0]
     B.vel = &vel[0, 0]
     B.angvel = &angvel[0, 0]
@@ -633,8 +752,9 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
             or state.shape[1] != S_NCOLS or pair_table.shape[1] != P_NCOLS):
         raise ValueError("pair arrays: %d pairs, state (%d, %d), pair table width %d"
                          % (m, state.shape[0], state.shape[1], pair_table.shape[1]))
+    plain = plain_rows(pair_table, energy)
     bodies_init(&B, pos, vel, angvel, radius, mass, material, pair_table, n_materials,
-                energy, m)
+                energy, m, plain)
     B.image = &image[0, 0]
     B.cell = &cell[0, 0]
     B.moving = cell_moving(B.cell)
@@ -668,15 +788,16 @@ cdef struct Planes:
     const int* material
 
 
-cdef void plane_finish(int nb, Block* blk, const Bodies* B, const Planes* W, double dt,
-                       int flags, signed char* active, double* state, double* worst,
-                       const Sums* S) noexcept nogil:
-    """block_finish for sphere-plane rows (plane = body 1): the block's geometry, then per
-    row in row order the increments and the law (the scalar route for rows that form and
+cdef void plane_finish(int nb, Block* blk, bint law, const Bodies* B, const Planes* W,
+                       double dt, int flags, signed char* active, double* state,
+                       double* worst, const Sums* S) noexcept nogil:
+    """block_finish for sphere-plane rows (plane = body 1): the block's geometry (and law),
+    then per row in row order the increments and the law (the scalar route for rows that form and
     for turns beyond 90 degrees), the wall's work, the worst overlap and the in-pass sums
     (the particle's owner in S.owner2)."""
     cdef int j, q
     cdef Py_ssize_t k
+    cdef bint fast
     cdef double r, un
     cdef double* row
     cdef const double* P
@@ -688,18 +809,20 @@ cdef void plane_finish(int nb, Block* blk, const Bodies* B, const Planes* W, dou
     cdef double worst_ratio = worst[0], worst_k = worst[1], ratio
     bin = blk.inp
     bout = blk.out
-    block_geometry(nb, blk, dt, flags, True)
+    block_geometry(nb, blk, dt, flags, True, law, B.pair_table)
     for j in range(nb):
         k = blk.k[j]
         row = state + k * S_NCOLS
         r = bin[B_R2][j]
         un = bout[O_UN][j]
         c = cld(bout, O_C, j)
-        P = B.pair_table + (W.material[W.plane[k]] * B.n_materials
-                            + B.material[W.particle[k]]) * P_NCOLS
+        P = B.pair_table + blk.law[j]
         if B.energy != NULL:
             E = B.energy + k * E_NCOLS
-        if active[k] == 0 or bout[O_OK][j] == 0.0:
+        fast = law and active[k] != 0 and bout[O_OK][j] != 0.0
+        if fast:
+            L = block_row(blk, j, row, dt)
+        elif active[k] == 0 or bout[O_OK][j] == 0.0:
             L = contact_update(c, cld(bout, O_N, j), un, cld(bin, B_X2, j), cld(bin, B_V1, j),
                                cld(bin, B_V2, j), V(0.0, 0.0, 0.0), cld(bin, B_W2, j), 0.0, r,
                                bout[O_MEFF][j], r, P, dt, flags, active + k, row, E)
@@ -718,7 +841,10 @@ cdef void plane_finish(int nb, Block* blk, const Bodies* B, const Planes* W, dou
             worst_k = k
         if S.owner2 != NULL:
             q = S.owner2[k]
-            add_row(S.f + 3 * q, S.t + 3 * q, row, 2, r, flags)
+            if fast:           # add_row's operations on the block's torque
+                add_ft(S.f + 3 * q, S.t + 3 * q, L.force, 1.0, cld(bout, O_T2, j))
+            else:
+                add_row(S.f + 3 * q, S.t + 3 * q, row, 2, r, flags)
     worst[0] = worst_ratio
     worst[1] = worst_k
 
@@ -731,11 +857,11 @@ cdef void plane_range(Py_ssize_t k0, Py_ssize_t k1, const Bodies* B, const Plane
     cdef Block blk
     cdef double (*bin)[NB]
     cdef Py_ssize_t k
-    cdef int nb = 0, p, w, i
+    cdef int nb = 0, p, w, rule
     cdef int full = NB if blocks else 1
+    cdef bint law = True           # the rows of the block so far: one row, law_plain's case
     cdef double d, r
     cdef v3 n
-    cdef const double* row
     cdef const double* P
     bin = blk.inp
     for k in range(k0, k1):
@@ -761,15 +887,17 @@ cdef void plane_range(Py_ssize_t k0, Py_ssize_t k1, const Bodies* B, const Plane
         cst(bin, B_V2, nb, vld(B.vel + 3 * p))
         cst(bin, B_W1, nb, V(0.0, 0.0, 0.0))
         cst(bin, B_W2, nb, vld(B.angvel + 3 * p))
-        row = state + k * S_NCOLS + S_T
-        for i in range(9):
-            bin[B_T + i][nb] = row[i]
+        rule = W.material[w] * B.n_materials + B.material[p]
+        blk.law[nb] = rule * P_NCOLS
+        law = law & B.plain[rule] & (blk.law[nb] == blk.law[0])
+        block_state(&blk, nb, state + k * S_NCOLS)
         nb += 1
         if nb == full:
-            plane_finish(nb, &blk, B, W, dt, flags, active, state, worst, S)
+            plane_finish(nb, &blk, law, B, W, dt, flags, active, state, worst, S)
             nb = 0
+            law = True
     if nb:
-        plane_finish(nb, &blk, B, W, dt, flags, active, state, worst, S)
+        plane_finish(nb, &blk, law, B, W, dt, flags, active, state, worst, S)
 
 
 @cython.boundscheck(False)
@@ -806,8 +934,9 @@ def sphere_plane(const int[::1] particle, const int[::1] plane,
             or state.shape[1] != S_NCOLS or pair_table.shape[1] != P_NCOLS):
         raise ValueError("plane rows: %d rows, state (%d, %d), pair table width %d"
                          % (m, state.shape[0], state.shape[1], pair_table.shape[1]))
+    plain = plain_rows(pair_table, energy)
     bodies_init(&B, pos, vel, angvel, radius, mass, material, pair_table, n_materials,
-                energy, m)
+                energy, m, plain)
     W.particle = &particle[0]
     W.plane = &plane[0]
     W.point = &plane_point[0, 0]

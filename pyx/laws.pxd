@@ -169,6 +169,68 @@ cdef inline void spring_energy(double k, double s, double slip, double step,
     E[E_ROLL] += 0.5 * k * (s + slip - step + s) * slip
 
 
+cdef inline double hooke_normal(const double* P, double m_eff, double r_eff, double d,
+                                double vn, double* kn, double* kt, double* ct) noexcept nogil:
+    """Hooke's normal force k_n d - c_n vn at the overlap d and normal rate vn, with k_n,
+    k_t and c_t (see the conventions above). Branch-free (selects): loops vectorize."""
+    cdef double cn = m_eff * P[P_GAMMA_N]
+    cdef double cz
+    kn[0] = P[P_KN0] + P[P_KN1] * r_eff
+    kt[0] = P[P_KT_RATIO] * kn[0]
+    cz = cn + 2.0 * P[P_ZETA] * sqrt(kn[0] * m_eff)
+    cn = cz if P[P_ZETA] != 0.0 else cn
+    ct[0] = P[P_CT_RATIO] * cn
+    return kn[0] * d - cn * vn
+
+
+cdef inline void coulomb(double kt, double ct, double cap, v3 u, v3* u0, v3 udot,
+                         v3* f) noexcept nogil:
+    """The tangential spring-dashpot f.y, f.z = -k_t (u - u0) - c_t udot, capped at |f_t| <=
+    cap (the Coulomb limit); on slip the origin u0 moves so that the spring alone gives
+    the capped force. Branch-free: both outcomes are computed, then selected (the capped
+    values are those of the scalar formulas when they apply), so that loops vectorize."""
+    cdef double fs_y = -kt * (u.y - u0[0].y) - ct * udot.y
+    cdef double fs_z = -kt * (u.z - u0[0].z) - ct * udot.z
+    cdef double fs2 = fs_y * fs_y + fs_z * fs_z
+    cdef bint slip = fs2 > cap * cap
+    cdef bint move = slip & (kt > 0.0)
+    cdef double ratio = cap / sqrt(fs2)
+    cdef double sy, sz, oy, oz
+    ratio = ratio if fs2 > 0.0 else 0.0
+    sy = fs_y * ratio
+    sz = fs_z * ratio
+    oy = u.y + (sy + ct * udot.y) / kt
+    oz = u.z + (sz + ct * udot.z) / kt
+    f[0].y = sy if slip else fs_y
+    f[0].z = sz if slip else fs_z
+    u0[0].y = oy if move else u0[0].y
+    u0[0].z = oz if move else u0[0].z
+
+
+cdef inline bint law_plain(const double* P) noexcept nogil:
+    """The pair-table row P is law_hooke's case: Hooke normal law, Coulomb friction, no
+    cohesion, no rolling or twisting resistance."""
+    return (P[P_NORMAL] == 0.0 and P[P_COHESION] == COH_NONE and not (P[P_ROLL_K] > 0.0)
+            and not (P[P_TWIST_K] > 0.0))
+
+
+cdef inline v3 law_hooke(const double* P, double m_eff, double r_eff, v3 u, v3* u0,
+                         v3 udot) noexcept nogil:
+    """law_eval's force (local, on particle 2) for a row P of law_plain's case without
+    energy tracking (its moment is zero): the same operations in the same order, hence
+    the same bits, without branches, so that the pair kernel's vector blocks
+    (contacts.pyx block_loop) evaluate it across pairs."""
+    cdef double d = -(u.x - u0[0].x)
+    cdef double kn, kt, ct, fn
+    cdef v3 f
+    d = 0.0 if d < 0.0 else d
+    fn = hooke_normal(P, m_eff, r_eff, d, udot.x, &kn, &kt, &ct)
+    fn = 0.0 if (P[P_LIMIT_DAMPING] != 0.0) & (fn < 0.0) else fn
+    f = V(fn, 0.0, 0.0)
+    coulomb(kt, ct, P[P_MU] * (fn if fn > 0.0 else 0.0), u, u0, udot, &f)
+    return f
+
+
 cdef inline double law_eval(const double* P, double m_eff, double r_eff,
                             v3 u, v3 phi, v3* u0, v3* phi0, v3 udot, v3 phidot,
                             v3* f, v3* mom, double* E, double dt) noexcept nogil:
@@ -197,13 +259,7 @@ cdef inline double law_eval(const double* P, double m_eff, double r_eff,
         if fc < 0.0:
             fc = -fc
     elif P[P_NORMAL] == 0.0:
-        kn = P[P_KN0] + P[P_KN1] * r_eff
-        kt = P[P_KT_RATIO] * kn
-        cn = m_eff * P[P_GAMMA_N]
-        if P[P_ZETA] != 0.0:
-            cn = cn + 2.0 * P[P_ZETA] * sqrt(kn * m_eff)
-        ct = P[P_CT_RATIO] * cn
-        fn = kn * d - cn * udot.x
+        fn = hooke_normal(P, m_eff, r_eff, d, udot.x, &kn, &kt, &ct)
     else:
         sqrt_rd = sqrt(r_eff * d)
         kt = 8.0 * P[P_GSTAR] * sqrt_rd
@@ -223,23 +279,10 @@ cdef inline double law_eval(const double* P, double m_eff, double r_eff,
             a = P[P_COH_K] * 2.0 * M_PI * r_eff * d
             fc = fc + a
             fn = fn - a
-    # tangential spring-dashpot with Coulomb cap on the total tangential force
-    fs_y = -kt * (u.y - u0[0].y) - ct * udot.y
-    fs_z = -kt * (u.z - u0[0].z) - ct * udot.z
-    fs2 = fs_y * fs_y + fs_z * fs_z
-    cap = P[P_MU] * fc
-    if fs2 > cap * cap:
-        if fs2 > 0.0:
-            ratio = cap / sqrt(fs2)
-        else:
-            ratio = 0.0
-        fs_y *= ratio
-        fs_z *= ratio
-        if kt > 0.0:
-            # move the origin so that the spring alone gives the capped force
-            u0[0].y = u.y + (fs_y + ct * udot.y) / kt
-            u0[0].z = u.z + (fs_z + ct * udot.z) / kt
-    f[0] = V(fn, fs_y, fs_z)
+    f[0] = V(fn, 0.0, 0.0)
+    coulomb(kt, ct, P[P_MU] * fc, u, u0, udot, f)
+    fs_y = f[0].y
+    fs_z = f[0].z
     if E != NULL:
         law_energy_n(P, coh, d, r_eff, kn, sqrt_rd, fn, udot.x, dt, E)
         law_energy_t(kt, ct, u, u0[0], o0, udot, fs_y, fs_z, dt, E)

@@ -200,21 +200,25 @@ def test_pairs_through_images_of_a_sheared_cell():
 
 
 
-def plane_steps(blocks, flags, threads=1):
+def plane_steps(blocks, flags, threads=1, one_law=False, energy=False):
     """Sphere-plane rows through sphere_plane: m spheres, each near one of 6 moving
     planes (the scene's two materials); formation, then the planes' normals turned by 0
     to 150 degrees (frames through every Slerp route; some rows separate), then a small
     move. Returns each step's worst overlap, sums and rows in contact, the final active
-    flags and state, and the scene with its first step's rows."""
+    flags and state, and the scene with its first step's rows. one_law: every row of the
+    plain material (the law in the vector blocks); energy: with energy tracking (the
+    scalar law)."""
     rng = np.random.default_rng(7)
     m = 300
     sc = PairScene(rng, m // 2, False)          # the scene's materials and particles
+    if one_law:
+        sc.material[:] = 0
     particle = np.arange(m, dtype=np.int32)
     plane = (particle % 6).astype(np.int32)
     point = rng.uniform(-1, 1, (6, 3))
     normal = unit_rows(rng, 6)
     pvel = rng.normal(0, 0.2, (6, 3))
-    pmat = np.array([0, 1, 0, 1, 0, 1], np.int32)
+    pmat = np.array([0, 0, 0, 0, 0, 0] if one_law else [0, 1, 0, 1, 0, 1], np.int32)
     gap = rng.uniform(0.97, 1.01, m)
     lateral = rng.normal(0, 1.0, (m, 3))
     vel, angvel = rng.normal(0, 0.3, (m, 3)), rng.normal(0, 5.0, (m, 3))
@@ -236,7 +240,7 @@ def plane_steps(blocks, flags, threads=1):
         worst = ck.sphere_plane(particle, plane, pos, vel, angvel, sc.radius, sc.mass,
                                 sc.material, point, np.ascontiguousarray(normal), pvel, pmat,
                                 sc.table, 2, 1e-3, flags, active, state, threads, *sums,
-                                blocks=blocks)
+                                blocks=blocks, energy=np.zeros((m, 6)) if energy else None)
         out.append((worst, f, t, int(active.sum())))
         if step == 0:
             scene = dict(pos=pos.copy(), n=n, point=point[plane], state=state.copy(),
@@ -271,3 +275,92 @@ def test_plane_blocks_same_bits_on_two_threads():
     _, act1, st1, _ = plane_steps(True, 0, threads=1)
     _, act2, st2, _ = plane_steps(True, 0, threads=2)
     assert np.array_equal(act1, act2) and np.array_equal(st1, st2)
+
+
+# The law in the block: blocks whose pairs all take one pair-table row of the Hooke +
+# Coulomb law (no cohesion, rolling or twisting; energy tracking off) evaluate the law in
+# the vector loop (laws.pxd law_hooke); energy tracking sends every pair through the
+# scalar law_eval, whose forces do not depend on it: both must give the same bits.
+LAW_MATERIALS = (("plain", dict(kn=1e4, kt=3e3, gamma_n=50.0, gamma_t=25.0, friction=0.4)),
+                 ("frictionless", dict(kn=2e4, friction=0.0, restitution=0.6)),
+                 ("limited", dict(kn=1.5e4, friction=0.8, restitution=0.3, limit_damping=True)),
+                 ("rolling", dict(kn=2e4, kt=6e3, gamma_n=20.0, friction=0.6,
+                                  rolling_stiffness=0.5, rolling_friction=0.05)))
+
+
+def law_steps(energy, blocks=True, threads=1):
+    """Formation, then two turns by 0 to 0.5 radians (every other pair slides fast:
+    pairs stick and slip) on pairs whose materials come in runs of 40 pairs, cycling
+    through (plain, plain), (frictionless, frictionless), (limited, limited), (plain,
+    frictionless) and (plain, rolling): blocks of one plain row, blocks across two rows
+    and blocks with a rolling law. energy: the scalar law for every pair. Returns each
+    step's outputs, the final state, active flags and the pair table."""
+    rng = np.random.default_rng(11)
+    m = 400
+    sc = PairScene(rng, m, True)
+    sim = pdem.Simulation(pdem.Domain((0, 0, 0), (L, L, L)), dt=1e-3)
+    for name, p in LAW_MATERIALS:
+        sim.material(name, density=1000.0, law="hooke", **p)
+    sc.table = np.ascontiguousarray(sim.materials.table())
+    runs = np.array([(0, 0), (1, 1), (2, 2), (0, 1), (0, 3)], np.int32)
+    sc.material = runs[(np.arange(m) // 40) % len(runs)].reshape(-1).astype(np.int32)
+    sc.vel[1::4] *= 30.0            # every other pair slides fast enough to slip
+    rs = sc.radius[0::2] + sc.radius[1::2]
+    d = unit_rows(rng, m) * (rs * rng.uniform(0.97, 1.01, m))[:, None]
+    angles = np.concatenate([rng.uniform(0, 1e-3, m // 2), rng.uniform(0.01, 0.5, m // 2)])
+    axes = unit_rows(rng, m)
+    moves = [d, np.array([rotation(axes[k], angles[k]) @ d[k] for k in range(m)])
+             * rng.uniform(0.985, 1.004, m)[:, None]]
+    moves.append(np.array([rotation(axes[k], angles[k]) @ moves[1][k] for k in range(m)]) * 0.99)
+    out = []
+    for d in moves:
+        sc.place(d)
+        f, t = np.zeros((2 * m, 3)), np.zeros((2 * m, 3))
+        sums = (sc.i1, sc.i2, f, t) if threads == 1 else (None,) * 4
+        e = np.zeros((m, len(ck.energy_columns()) - 1)) if energy else None
+        worst = ck.sphere_sphere(sc.i1, sc.i2, sc.pos, sc.image, fixed_cell(np.full(3, L)),
+                                 sc.vel, sc.angvel, sc.radius, sc.mass, sc.material, sc.table,
+                                 len(LAW_MATERIALS), 1e-3, 0, sc.active, sc.state, threads,
+                                 *sums, periodic=True, blocks=blocks, energy=e)
+        out.append((worst, f, t, int(sc.active.sum())))
+    return out, sc.state, sc.active, sc.table, sc.material
+
+
+@pytest.mark.parametrize("blocks, threads", [(True, 1), (False, 1), (True, 2)])
+def test_block_law_same_bits_as_scalar_law(blocks, threads):
+    got, st_v, act_v, table, material = law_steps(False, blocks, threads)
+    ref, st_s, act_s, _, _ = law_steps(True, True, threads)
+    for (wv, fv, tv, nv), (ws, fs, ts, ns) in zip(got, ref):
+        assert wv == ws and nv == ns
+        assert np.array_equal(fv, fs) and np.array_equal(tv, ts)
+    assert np.array_equal(act_v, act_s) and np.array_equal(st_v, st_s)
+    # the scene holds what the vector law must get right: in the last step, pairs of the
+    # plain and limited rows that stick and that slip (|F_t| = mu F_n), and
+    # frictionless pairs (F_t = 0), in contact since the first step
+    a = np.flatnonzero(act_v)
+    T = st_v[a, :9].reshape(-1, 3, 3)
+    f = np.einsum("kij,kj->ki", T, st_v[a, 21:24])          # local force on particle 2
+    ft = np.hypot(f[:, 1], f[:, 2])
+    cols = ck.law_columns()
+    row = material[2 * a] * len(LAW_MATERIALS) + material[2 * a + 1]
+    mu = table[row, cols["mu"]]
+    plain = np.isin(row, [0, 2 * len(LAW_MATERIALS) + 2])
+    slip = plain & np.isclose(ft, mu * f[:, 0], rtol=1e-12, atol=0)
+    stick = plain & (ft < 0.99 * mu * f[:, 0])
+    assert slip.sum() > 20 and stick.sum() > 20
+    frictionless = row == len(LAW_MATERIALS) + 1
+    assert frictionless.sum() > 20
+    assert np.all(ft[frictionless] <= 1e-12 * abs(f[frictionless, 0]))   # T F: round-off
+
+
+@pytest.mark.parametrize("flags, threads", [(0, 1), (16, 1), (0, 2)])
+def test_plane_block_law_same_bits_as_scalar_law(flags, threads):
+    """Sphere-plane rows of one plain law: the law in the vector blocks (no energy
+    tracking) against law_eval (energy tracking), the same bits."""
+    got, act_v, st_v, _ = plane_steps(True, flags, threads, one_law=True)
+    ref, act_s, st_s, _ = plane_steps(True, flags, threads, one_law=True, energy=True)
+    for (wv, fv, tv, nv), (ws, fs, ts, ns) in zip(got, ref):
+        assert wv == ws and nv == ns
+        assert np.array_equal(fv, fs) and np.array_equal(tv, ts)
+    assert np.array_equal(act_v, act_s) and np.array_equal(st_v, st_s)
+    assert act_v.sum() > 100
