@@ -82,8 +82,6 @@ cdef int _sums_args(int nt, object f_out, object t_out, object o1, object o2,
         return 0
     if f_out is None or t_out is None or o1 is None or o2 is None:
         raise ValueError("in-pass sums need all of f_out, t_out and the owner arrays")
-    if nt != 1:
-        raise ValueError("in-pass sums are single-threaded (n_threads=1), got %d" % nt)
     if len(o1) != m or len(o2) != m:
         raise ValueError("owner arrays: %d and %d entries for %d contacts" % (len(o1), len(o2), m))
     if f_out.shape[0] != t_out.shape[0] or f_out.shape[0] > n_particles:
@@ -720,11 +718,13 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
                   bint blocks=True, double[:, ::1] energy=None, pool=None):
     """Update every candidate pair of the batch; returns (max overlap / smaller radius, pair).
 
-    In-pass sums (n_threads = 1 only): with owner1, owner2, f_out, t_out as for `scatter`,
-    f_out and t_out are zeroed and each active pair is added to its owned particles right
-    after it is computed, while its row is in cache (a separate pass re-reads every row
-    from memory). These are the additions of `scatter` in the same order (same bits);
-    `sphere_plane` with its wall_owner, f_out, t_out then adds the wall contacts.
+    In-pass sums: with owner1, owner2, f_out, t_out as for `scatter`, f_out and t_out are
+    zeroed and each active pair is added to its owned particles right after it is
+    computed, while its row is in cache (a separate pass re-reads every row from memory).
+    These are the additions of `scatter` in the same order (same bits); `sphere_plane`
+    with its wall_owner, f_out, t_out then adds the wall contacts. On several threads the
+    owners must be split_owners' (no particle with rows on two threads), the shared
+    particles' rows added after the call by `gather`.
     periodic=False: no periodic axis (the images are all zero and are not read).
     blocks=False computes one pair at a time (the same bits; for tests).
     energy: None, or (m, E_NCOLS): each touching pair's energy terms (pyx/laws.pxd E_*;
@@ -839,8 +839,8 @@ cdef void plane_finish(int nb, Block* blk, bint law, const Bodies* B, const Plan
         if not (ratio <= worst_ratio) and worst_ratio == worst_ratio:   # a NaN stays
             worst_ratio = ratio
             worst_k = k
-        if S.owner2 != NULL:
-            q = S.owner2[k]
+        q = S.owner2[k] if S.owner2 != NULL else -1
+        if q >= 0:                 # (-1: split_owners' shared particle, added later)
             if fast:           # add_row's operations on the block's torque
                 add_ft(S.f + 3 * q, S.t + 3 * q, L.force, 1.0, cld(bout, O_T2, j))
             else:
@@ -918,9 +918,11 @@ def sphere_plane(const int[::1] particle, const int[::1] plane,
     The touching rows go in vector blocks as sphere pairs do (blocks=False: one row at
     a time, the same bits; for tests).
 
-    In-pass sums (n_threads = 1, after the in-pass `sphere_sphere`): with wall_owner,
-    f_out, t_out as for `scatter`, each active contact is added to its particle (f_out,
-    t_out are not zeroed) in contact order, as `scatter` does."""
+    In-pass sums (after the in-pass `sphere_sphere`): with wall_owner, f_out, t_out as for
+    `scatter`, each active contact is added to its particle (f_out, t_out are not zeroed)
+    in contact order, as `scatter` does; on several threads wall_owner must be
+    split_owners' (the shared particles' rows added after the call by
+    `add_wall_forces`)."""
     cdef Py_ssize_t m = particle.shape[0]
     cdef int t, nt = max(1, n_threads)
     cdef int sums = _sums_args(nt, f_out, t_out, wall_owner, wall_owner, m, pos.shape[0])
@@ -1059,14 +1061,15 @@ def scatter(const int[::1] owner1, const int[::1] owner2, const signed char[::1]
 cdef void _add_wall_rows(const int[::1] owner, const signed char[::1] active,
                          const double[:, ::1] state, const double[::1] radius, int flags,
                          double[:, ::1] f_out, double[:, ::1] t_out) noexcept nogil:
-    """Add the active wall contact rows (particle = body 2) to their particles, in row
-    order (rows are sorted by particle, then wall: a fixed order on any rank count)."""
+    """Add the active wall contact rows (particle = body 2) to their particles (owner -1:
+    none), in row order (rows are sorted by particle, then wall: a fixed order on any rank
+    count)."""
     cdef Py_ssize_t k
     cdef int p
     for k in range(active.shape[0]):
-        if active[k] == 0:
-            continue
         p = owner[k]
+        if active[k] == 0 or p < 0:
+            continue
         add_row(&f_out[p, 0], &t_out[p, 0], &state[k, 0], 2, radius[p], flags)
 
 
@@ -1093,6 +1096,52 @@ def contact_torques(const double[:, ::1] state, const double[::1] radius, int si
         row_torques(&state[k, 0], radius[k], radius[k], flags, &t1, &t2)
         vst(&out[k, 0], t1 if side == 1 else t2)
     return out_arr
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def split_owners(const int[::1] owner1, owner2_arg, int n_own, int n_threads):
+    """In-pass sums on n_threads threads. sphere_sphere and sphere_plane give thread t the
+    rows [m t / T, m (t + 1) / T); a particle all of whose rows lie in one thread's range
+    is added to by that thread alone, in row order (the additions of one thread). Returns
+    the owners for the kernel (-1 for the other, shared, particles) and the owners of the
+    shared particles alone (-1 elsewhere), whose rows are added after the kernel in row
+    order (`gather`, `add_wall_forces`): the same additions in the same order, hence the
+    same bits, as on one thread. owner2_arg: None for wall rows (one particle per row)."""
+    cdef Py_ssize_t m = owner1.shape[0], k, s
+    cdef int t, p, nt = max(1, n_threads)
+    cdef int[::1] owner2 = owner1 if owner2_arg is None else owner2_arg
+    home_arr = np.full(n_own, -2, dtype=np.int32)       # -2: no row yet, -1: shared
+    cdef int[::1] home = home_arr
+    out = [np.full(m, -1, dtype=np.int32) for s in range(4)]
+    cdef int[::1] in1 = out[0], in2 = out[1], sh1 = out[2], sh2 = out[3]
+    with nogil:
+        for t in range(nt):
+            for k in range(m * t // nt, m * (t + 1) // nt):
+                for s in range(2):
+                    p = owner1[k] if s == 0 else owner2[k]
+                    if p < 0:
+                        continue
+                    if home[p] == -2:
+                        home[p] = t
+                    elif home[p] != t:
+                        home[p] = -1
+        for k in range(m):
+            p = owner1[k]
+            if p >= 0:
+                if home[p] >= 0:
+                    in1[k] = p
+                else:
+                    sh1[k] = p
+            p = owner2[k]
+            if p >= 0:
+                if home[p] >= 0:
+                    in2[k] = p
+                else:
+                    sh2[k] = p
+    if owner2_arg is None:
+        return out[0], out[2]
+    return tuple(out)
 
 
 @cython.boundscheck(False)

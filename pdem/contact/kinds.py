@@ -117,7 +117,7 @@ NO_ROWS = (np.zeros(0, np.int32), np.zeros(0, np.int8), np.zeros((0, NCOLS)))
 
 class Interaction:
     name = None             # contacts()["kind"]
-    in_pass = False         # compute() can add its rows to the force sums (one thread)
+    in_pass = False         # compute() can add its rows to the force sums
     contact = True          # its rows are contacts (contacts(), n_contacts, NSCD); bonds are not
     nscd = True             # the NSCD scheme solves its rows (kind.gaps)
 
@@ -129,6 +129,24 @@ class Interaction:
         """Owners of rows read from a checkpoint: the owned index of each particle the
         key names, among the owned ids `ids`."""
         self.set_owners(*(owned_index(p, ids) for p in self.key_particles(self.batch.key)))
+        self._split = None
+
+    _split = None
+
+    def split(self, owners, n_own):
+        """In-pass sums on sim.threads threads (pyx/contacts.pyx split_owners): the owners
+        the kernel adds to (each particle by one thread) and those of the particles with
+        rows on two threads (-1 elsewhere), added after the kernel; (owners, None) on one
+        thread. Kept while the owner arrays are the same objects."""
+        threads = self.sim.threads
+        if threads == 1:
+            return owners, None
+        c = self._split
+        if c is None or c[0] != threads or any(a is not b for a, b in zip(c[1], owners)):
+            parts = ck.split_owners(owners[0], owners[1] if len(owners) > 1 else None, n_own,
+                                    threads)
+            self._split = c = (threads, owners, parts[:len(owners)], parts[len(owners):])
+        return c[2], c[3]
 
     def __len__(self):
         return len(self.batch)
@@ -157,6 +175,14 @@ class WallContacts(Interaction):
     def add_forces(self, f, t, flags, threads):
         b, st = self.batch, self.sim.store
         ck.add_wall_forces(b.i1, b.active, b.state, st.radius, flags, f, t)
+
+    def add_shared(self, shared, f, t):
+        """After an in-pass kernel on several threads: the rows of split's shared
+        particles, in row order."""
+        if shared is not None:
+            b = self.batch
+            ck.add_wall_forces(shared[0], b.active, b.state, self.sim.store.radius,
+                               self.sim.lever_flags, f, t)
 
     def wall_of(self, element):
         return element
@@ -203,6 +229,7 @@ class TwoBodyRows(Interaction):
         super().__init__(sim)
         self.owner1 = self.owner2 = np.empty(0, np.int32)
         self._gather = None                  # per-particle lists (threads > 1)
+        self._shared_lists = None            # those of split's shared particles
 
     def take(self, rows, b):
         """Make `rows` (local indices set) the batch; owners from the Build `b`."""
@@ -262,13 +289,22 @@ class PairContacts(TwoBodyRows):
     def compute(self, table, nmat, f, t):
         sim, b = self.sim, self.batch
         st = sim.store
-        sums = (self.owner1, self.owner2, f, t) if f is not None else (None,) * 4
+        if f is not None:
+            owners, shared = self.split((self.owner1, self.owner2), len(f))
+        sums = owners + (f, t) if f is not None else (None,) * 4
         ratio, k = ck.sphere_sphere(b.i1, b.i2, st.pos, st.image, sim.cell.kernel, st.vel,
                                     st.angvel, st.radius, st.mass, st.material, table, nmat,
                                     sim.dt, sim.flags, b.active, b.state, sim.threads, *sums,
                                     periodic=any(sim.domain.periodic),
                                     energy=sim.energy_tracker.kernel_rows(self),
                                     pool=b if b.slot is not None else None)
+        if f is not None and shared is not None:        # after the kernel, in pair order
+            if self._shared_lists is None or self._shared_lists[3] is not shared:
+                self._shared_lists = ck.build_gather_lists(*shared, len(f)) + (
+                    np.zeros(len(f) + 1, np.int64), shared)
+            start, entry, no_walls, _ = self._shared_lists
+            ck.gather(start, entry, b.active, b.state, no_walls, *NO_ROWS[1:], st.radius,
+                      sim.lever_flags, f, t, sim.threads, True, b.slot)
         if k >= 0 and not (ratio <= sim.max_overlap):
             i, j = st.id[b.i1[k]], st.id[b.i2[k]]
             return overlap_message(sim, ratio, "particles %d and %d" % (min(i, j), max(i, j)),
@@ -314,11 +350,13 @@ class PlaneContacts(WallContacts):
     def compute(self, table, nmat, f, t):
         sim, b = self.sim, self.batch
         st, pl = sim.store, sim.planes
-        sums = (b.i1, f, t) if f is not None else ()
+        owners, shared = self.split((b.i1,), len(f)) if f is not None else ((), None)
+        sums = owners + (f, t) if f is not None else ()
         ratio, k = ck.sphere_plane(b.i1, b.i2, st.pos, st.vel, st.angvel, st.radius, st.mass,
                                    st.material, pl.point, pl.normal, pl.vel, pl.material, table,
                                    nmat, sim.dt, sim.flags, b.active, b.state, sim.threads,
                                    *sums, energy=sim.energy_tracker.kernel_rows(self))
+        self.add_shared(shared, f, t)
         if k >= 0 and not (ratio <= sim.max_overlap):
             p, w = b.i1[k], b.i2[k]
             behind = -float((st.pos[p] - pl.point[w]) @ pl.normal[w])
@@ -473,12 +511,14 @@ class TangentPlaneContacts(WallContacts):
         st = sim.store
         q, n, _ = self.planes()
         rows = np.arange(len(b), dtype=np.int32)
-        sums = (b.i1, f, t) if f is not None else ()
+        owners, shared = self.split((b.i1,), len(f)) if f is not None else ((), None)
+        sums = owners + (f, t) if f is not None else ()
         ratio, k = ck.sphere_plane(b.i1, rows, st.pos, st.vel, st.angvel, st.radius, st.mass,
                                    st.material, q, n, np.zeros((len(b), 3)),
                                    self.element_materials(b.i2), table, nmat, sim.dt,
                                    sim.flags, b.active, b.state, sim.threads, *sums,
                                    energy=sim.energy_tracker.kernel_rows(self))
+        self.add_shared(shared, f, t)
         if k >= 0 and not (ratio <= sim.max_overlap):
             p = b.i1[k]
             return overlap_message(sim, ratio, "particle %d and %s %d"

@@ -55,19 +55,18 @@ class Explicit(Scheme):
             check_pair_laws(sim, pairs.i1, pairs.i2)
 
     def advance(self, sim):
-        """Contact forces and their per-particle sums, then the kick. With one thread
-        the kinds that can add each contact to its particles as they go do so (in-pass
-        sums: the additions of add_forces, in its order, while the row is in cache)."""
+        """Contact forces and their per-particle sums, then the kick. The kinds that can
+        add each contact to its particles as they go do so (in-pass sums: the additions
+        of add_forces, in its order, while the row is in cache; on several threads each
+        particle by one thread, pyx/contacts.pyx split_owners)."""
         clock = time.perf_counter()
         st, nmat = sim.store, max(1, len(sim.materials.materials))
         table = sim.materials.table()
         f, t = st.force[:st.n_own], st.torque[:st.n_own]
-        in_pass = sim.threads == 1
-        messages = [kind.compute(table, nmat, *((f, t) if in_pass and kind.in_pass
-                                                else (None, None)))
+        messages = [kind.compute(table, nmat, *((f, t) if kind.in_pass else (None, None)))
                     for kind in sim.interactions.values()]
         problem = next((m for m in messages if m), None)
-        sim.sum_forces(skip_in_pass=in_pass)
+        sim.sum_forces(skip_in_pass=True)
         if sim.energy_tracker:          # energy terms of this step (pdem/energy.py)
             sim.energy_tracker.before_kick(sim)
         t1 = time.perf_counter()
