@@ -1113,8 +1113,8 @@ def split_owners(const int[::1] owner1, owner2_arg, int n_own, int n_threads):
     cdef int[::1] owner2 = owner1 if owner2_arg is None else owner2_arg
     home_arr = np.full(n_own, -2, dtype=np.int32)       # -2: no row yet, -1: shared
     cdef int[::1] home = home_arr
-    out = [np.full(m, -1, dtype=np.int32) for s in range(4)]
-    cdef int[::1] in1 = out[0], in2 = out[1], sh1 = out[2], sh2 = out[3]
+    out_arr = np.full((4, m), -1, dtype=np.int32)      # kernel owners 1, 2; shared 1, 2
+    cdef int[:, ::1] out = out_arr
     with nogil:
         for t in range(nt):
             for k in range(m * t // nt, m * (t + 1) // nt):
@@ -1127,21 +1127,13 @@ def split_owners(const int[::1] owner1, owner2_arg, int n_own, int n_threads):
                     elif home[p] != t:
                         home[p] = -1
         for k in range(m):
-            p = owner1[k]
-            if p >= 0:
-                if home[p] >= 0:
-                    in1[k] = p
-                else:
-                    sh1[k] = p
-            p = owner2[k]
-            if p >= 0:
-                if home[p] >= 0:
-                    in2[k] = p
-                else:
-                    sh2[k] = p
+            for s in range(2):
+                p = owner1[k] if s == 0 else owner2[k]
+                if p >= 0:
+                    out[s if home[p] >= 0 else s + 2, k] = p
     if owner2_arg is None:
-        return out[0], out[2]
-    return tuple(out)
+        return out_arr[0], out_arr[2]
+    return tuple(out_arr)
 
 
 @cython.boundscheck(False)
