@@ -254,6 +254,19 @@ class TwoBodyRows(Interaction):
         # each row once: on the rank owning its first (lower-id) particle
         return np.flatnonzero((self.batch.active != 0) & (self.owner1 >= 0))
 
+    def add_shared(self, shared, f, t):
+        """After an in-pass kernel on several threads: the rows of split's shared
+        particles, each particle's in pair order."""
+        if shared is not None:
+            if self._shared_lists is None or self._shared_lists[3] is not shared:
+                self._shared_lists = ck.build_gather_lists(*shared, len(f)) + (
+                    np.zeros(len(f) + 1, np.int64), shared)
+            start, entry, no_walls, _ = self._shared_lists
+            b = self.batch
+            ck.gather(start, entry, b.active, b.state, no_walls, *NO_ROWS[1:],
+                      self.sim.store.radius, self.sim.lever_flags, f, t, self.sim.threads,
+                      True, b.slot)
+
     def add_forces(self, f, t, flags, threads, accumulate=False):
         """Add the rows to their owned particles (accumulate=False: the sums start
         here, the first kind's)."""
@@ -289,22 +302,15 @@ class PairContacts(TwoBodyRows):
     def compute(self, table, nmat, f, t):
         sim, b = self.sim, self.batch
         st = sim.store
-        if f is not None:
-            owners, shared = self.split((self.owner1, self.owner2), len(f))
-        sums = owners + (f, t) if f is not None else (None,) * 4
+        owners, shared = (self.split((self.owner1, self.owner2), len(f)) if f is not None
+                          else ((None, None), None))
         ratio, k = ck.sphere_sphere(b.i1, b.i2, st.pos, st.image, sim.cell.kernel, st.vel,
                                     st.angvel, st.radius, st.mass, st.material, table, nmat,
-                                    sim.dt, sim.flags, b.active, b.state, sim.threads, *sums,
-                                    periodic=any(sim.domain.periodic),
+                                    sim.dt, sim.flags, b.active, b.state, sim.threads,
+                                    *owners, f, t, periodic=any(sim.domain.periodic),
                                     energy=sim.energy_tracker.kernel_rows(self),
                                     pool=b if b.slot is not None else None)
-        if f is not None and shared is not None:        # after the kernel, in pair order
-            if self._shared_lists is None or self._shared_lists[3] is not shared:
-                self._shared_lists = ck.build_gather_lists(*shared, len(f)) + (
-                    np.zeros(len(f) + 1, np.int64), shared)
-            start, entry, no_walls, _ = self._shared_lists
-            ck.gather(start, entry, b.active, b.state, no_walls, *NO_ROWS[1:], st.radius,
-                      sim.lever_flags, f, t, sim.threads, True, b.slot)
+        self.add_shared(shared, f, t)
         if k >= 0 and not (ratio <= sim.max_overlap):
             i, j = st.id[b.i1[k]], st.id[b.i2[k]]
             return overlap_message(sim, ratio, "particles %d and %d" % (min(i, j), max(i, j)),
@@ -350,12 +356,11 @@ class PlaneContacts(WallContacts):
     def compute(self, table, nmat, f, t):
         sim, b = self.sim, self.batch
         st, pl = sim.store, sim.planes
-        owners, shared = self.split((b.i1,), len(f)) if f is not None else ((), None)
-        sums = owners + (f, t) if f is not None else ()
+        owners, shared = self.split((b.i1,), len(f)) if f is not None else ((None,), None)
         ratio, k = ck.sphere_plane(b.i1, b.i2, st.pos, st.vel, st.angvel, st.radius, st.mass,
                                    st.material, pl.point, pl.normal, pl.vel, pl.material, table,
                                    nmat, sim.dt, sim.flags, b.active, b.state, sim.threads,
-                                   *sums, energy=sim.energy_tracker.kernel_rows(self))
+                                   *owners, f, t, energy=sim.energy_tracker.kernel_rows(self))
         self.add_shared(shared, f, t)
         if k >= 0 and not (ratio <= sim.max_overlap):
             p, w = b.i1[k], b.i2[k]
@@ -511,12 +516,11 @@ class TangentPlaneContacts(WallContacts):
         st = sim.store
         q, n, _ = self.planes()
         rows = np.arange(len(b), dtype=np.int32)
-        owners, shared = self.split((b.i1,), len(f)) if f is not None else ((), None)
-        sums = owners + (f, t) if f is not None else ()
+        owners, shared = self.split((b.i1,), len(f)) if f is not None else ((None,), None)
         ratio, k = ck.sphere_plane(b.i1, rows, st.pos, st.vel, st.angvel, st.radius, st.mass,
                                    st.material, q, n, np.zeros((len(b), 3)),
                                    self.element_materials(b.i2), table, nmat, sim.dt,
-                                   sim.flags, b.active, b.state, sim.threads, *sums,
+                                   sim.flags, b.active, b.state, sim.threads, *owners, f, t,
                                    energy=sim.energy_tracker.kernel_rows(self))
         self.add_shared(shared, f, t)
         if k >= 0 and not (ratio <= sim.max_overlap):
