@@ -162,6 +162,7 @@ cdef struct Bodies:
     int n_materials
     const unsigned char* plain  # per pair-table row: law_plain and no energy tracking
     bint periodic         # any periodic axis: positions need their images' shift
+    int image_from        # rows below it have zero images (owned rows after a build)
     bint sticky           # some pair law keeps contacts beyond touching (JKR: P_REACH)
     double* energy        # NULL, or per pair the energy terms (laws.pxd E_*)
 
@@ -589,6 +590,7 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
     cdef const int* image = B.image
     cdef const double* H = B.cell
     cdef bint periodic = B.periodic
+    cdef int image_from = B.image_from
     cdef bint sticky = B.sticky
     cdef int d0, d1, d2
     cdef v3 shift0 = image_shift(H, 0, 0, 0)
@@ -606,7 +608,7 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
             kp = k + PREFETCH_AHEAD
             b = i2[kp]
             prefetch(pos + 3 * b)
-            if periodic:
+            if periodic and b >= image_from:
                 prefetch(image + 3 * b)
             if slot == NULL:
                 row = state + (kp if active[kp] else k) * S_NCOLS
@@ -620,10 +622,13 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
         b = i2[k]
         x2 = vsub(vld(pos + 3 * b), vld(pos + 3 * a))
         if periodic:
-            d0 = image[3 * b] - image[3 * a]
-            d1 = image[3 * b + 1] - image[3 * a + 1]
-            d2 = image[3 * b + 2] - image[3 * a + 2]
-            # most pairs are in the same image: H 0, computed once (the same bits)
+            # most pairs are in the same image: H 0, computed once (the same bits);
+            # pairs of two rows below image_from are, without reading the images
+            d0 = d1 = d2 = 0
+            if a >= image_from or b >= image_from:
+                d0 = image[3 * b] - image[3 * a]
+                d1 = image[3 * b + 1] - image[3 * a + 1]
+                d2 = image[3 * b + 2] - image[3 * a + 2]
             x2 = vadd(x2, image_shift(H, d0, d1, d2) if d0 | d1 | d2 else shift0)
         dist2 = vdot(x2, x2)
         rs = radius[a] + radius[b]
@@ -701,6 +706,7 @@ cdef int bodies_init(Bodies* B, const double[:, ::1] pos, const double[:, ::1] v
     B.n_materials = n_materials
     B.sticky = any_reach(pair_table)
     B.energy = _energy_rows(energy, m)
+    B.image_from = 0
     return 0
 
 
@@ -715,7 +721,7 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
                   signed char[::1] active, double[:, ::1] state, int n_threads,
                   const int[::1] owner1=None, const int[::1] owner2=None,
                   double[:, ::1] f_out=None, double[:, ::1] t_out=None, bint periodic=True,
-                  bint blocks=True, double[:, ::1] energy=None, pool=None):
+                  bint blocks=True, double[:, ::1] energy=None, pool=None, int image_from=0):
     """Update every candidate pair of the batch; returns (max overlap / smaller radius, pair).
 
     In-pass sums: with owner1, owner2, f_out, t_out as for `scatter`, f_out and t_out are
@@ -726,6 +732,8 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
     owners must be split_owners' (no particle with rows on two threads), the shared
     particles' rows added after the call by `gather`.
     periodic=False: no periodic axis (the images are all zero and are not read).
+    image_from: the rows below it have zero images (the owned rows after a build), so
+    that a pair of two of them reads no image.
     blocks=False computes one pair at a time (the same bits; for tests).
     energy: None, or (m, E_NCOLS): each touching pair's energy terms (pyx/laws.pxd E_*;
     energy tracking, docs/energy.md); the rows of the other pairs are not written.
@@ -759,6 +767,7 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
     B.cell = &cell[0, 0]
     B.moving = cell_moving(B.cell)
     B.periodic = periodic
+    B.image_from = max(0, image_from)
     S.owner1 = &owner1[0] if sums else NULL
     S.owner2 = &owner2[0] if sums else NULL
     S.f = &f_out[0, 0] if sums and f_out.shape[0] else NULL

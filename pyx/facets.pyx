@@ -117,6 +117,7 @@ from ellipsoid_facet cimport ell_triangle
 from gjk cimport MinkResult, MK_OVERLAP, cv_poly, cv_support, Convex
 from polyhedron_facet cimport PF_MAXV, poly_world, face_sums, edge_query
 from union_find cimport uf_root, uf_join
+from worst_overlap cimport insert_deepest
 
 cdef enum:
     MAXC = 256      # candidate facets of one ball and one wall
@@ -346,12 +347,7 @@ cdef int ball_wall_group(Py_ssize_t s, Py_ssize_t e, int p, int w, const int* fa
                 nc[k] = fn if sd >= 0.0 else vneg(fn)
         if not (U[k] > 0.0):
             continue
-        t = npos
-        while t > 0 and (U[order[t - 1]] < U[k]):   # rows come in facet order: stable
-            order[t] = order[t - 1]
-            t -= 1
-        order[t] = k
-        npos += 1
+        npos = insert_deepest(order, npos, U, k)     # rows come in facet order: stable
     # 2. associative logic: links through the region's shared edge or vertex
     for t in range(npos):
         k = order[t]

@@ -52,7 +52,7 @@ from vecmath cimport v3, V, vld, vst, vadd, vsub, vscale, vdot, vneg, mtdot, q2m
 from contact_row cimport S_NCOLS, Load, contact_update
 from gjk cimport Convex, MinkResult, cv_poly, mk_query, MK_OVERLAP
 from union_find cimport uf_root, uf_join
-from worst_overlap cimport pick_worst
+from worst_overlap cimport pick_worst, insert_deepest
 import numpy as np
 
 cdef enum:
@@ -298,12 +298,7 @@ cdef int polygon_group(Py_ssize_t s, Py_ssize_t e, int p, const int[::1] element
                 tq[k] = span(wp[k], a, tt_v, tt) if tt > 0.0 else 0.0
         if not (U[k] > 0.0):
             continue
-        t = npos                             # positive overlaps by (-U, row)
-        while t > 0 and U[order[t - 1]] < U[k]:
-            order[t] = order[t - 1]
-            t -= 1
-        order[t] = k
-        npos += 1
+        npos = insert_deepest(order, npos, U, k)     # positive overlaps by (-U, row)
     # 2. links: WP on an end point; parallel segments sharing an end point
     for t in range(npos):
         k = order[t]

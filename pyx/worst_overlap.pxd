@@ -13,6 +13,17 @@ cdef inline void keep_worst(double[:, ::1] worst, double ratio, Py_ssize_t k) no
         worst[t, 1] = k
 
 
+cdef inline int insert_deepest(int* order, int npos, const double* U, int k) noexcept nogil:
+    """Row k into order[0 .. npos), kept by decreasing overlap U; after the rows of equal
+    U (rows come in row order: a stable order). Returns npos + 1."""
+    cdef int t = npos
+    while t > 0 and U[order[t - 1]] < U[k]:
+        order[t] = order[t - 1]
+        t -= 1
+    order[t] = k
+    return npos + 1
+
+
 cdef inline tuple pick_worst(double[:, ::1] worst):
     """(the largest ratio over the threads, its row or -1)."""
     cdef int t = 0, k

@@ -288,8 +288,10 @@ class PairContacts(TwoBodyRows):
     """Particle pairs of the Verlet list."""
     name = "pair"
     in_pass = True
+    image_from = 0          # the owned rows (below b.n_own) have zero images after a build
 
     def build(self, b):
+        self.image_from = b.n_own
         i1, i2, key = pair_candidates(self.sim, b)
         mask = shaped(self.sim, i1, i2)
         if mask is not None:             # pairs with an ellipsoid: EllipsoidPairs
@@ -309,7 +311,8 @@ class PairContacts(TwoBodyRows):
                                     sim.dt, sim.flags, b.active, b.state, sim.threads,
                                     *owners, f, t, periodic=any(sim.domain.periodic),
                                     energy=sim.energy_tracker.kernel_rows(self),
-                                    pool=b if b.slot is not None else None)
+                                    pool=b if b.slot is not None else None,
+                                    image_from=self.image_from)
         self.add_shared(shared, f, t)
         if k >= 0 and not (ratio <= sim.max_overlap):
             i, j = st.id[b.i1[k]], st.id[b.i2[k]]

@@ -199,6 +199,53 @@ def test_pairs_through_images_of_a_sheared_cell():
     assert np.allclose(sc.state[:, 9], dist - rs, rtol=0, atol=1e-13)
 
 
+def test_rows_below_image_from_read_no_image():
+    """image_from (the owned rows after a build, whose images are zero): a pair of two
+    rows below it takes the shift H 0 without reading the images; a pair with either
+    particle at or above it reads both. The same bits as image_from=0 (every pair reads
+    its images), pairs whose particle 1 or particle 2 has the image included, against
+    numpy; claiming too much (image_from past an imaged row) moves those pairs."""
+    rng = np.random.default_rng(11)
+    m = 240
+    sc = PairScene(rng, m, True)
+    sc.image[:] = 0
+    third = m // 3
+    sc.image[2 * np.arange(third, 2 * third) + 1] = rng.integers(1, 3, (third, 3))   # particle 2
+    sc.image[2 * np.arange(2 * third, m)] = rng.integers(-2, 0, (m - 2 * third, 3))  # particle 1
+    H = np.array([[L, 0.7, 0.0], [0.0, L, -0.3], [0.0, 0.0, L]])
+    cell = np.ascontiguousarray(np.vstack([H, np.zeros((3, 3))]))
+    rs = sc.radius[0::2] + sc.radius[1::2]
+    d = unit_rows(rng, m) * (rs * rng.uniform(0.97, 0.999, m))[:, None]
+    sc.pos[0::2] = sc.base
+    sc.pos[1::2] = sc.base + d - (sc.image[1::2] - sc.image[0::2]) @ H.T
+    # the rows with a zero image first, as after a build
+    perm = np.argsort(sc.image.any(axis=1), kind="stable")
+    new = np.empty_like(perm)
+    new[perm] = np.arange(len(perm))
+    n_zero = int(np.count_nonzero(~sc.image.any(axis=1)))
+    part = [np.ascontiguousarray(a[perm]) for a in (sc.pos, sc.image, sc.vel, sc.angvel,
+                                                      sc.radius, sc.mass, sc.material)]
+    i1, i2 = new[sc.i1].astype(np.int32), new[sc.i2].astype(np.int32)
+
+    def run(image_from):
+        active, state = np.zeros(m, np.int8), np.zeros((m, 27))
+        ck.sphere_sphere(i1, i2, part[0], part[1], cell, *part[2:], sc.table, 2, 1e-3, 0,
+                         active, state, 1, image_from=image_from)
+        return active, state
+
+    a0, s0 = run(0)
+    a1, s1 = run(n_zero)
+    assert a0.all() and a1.all()
+    assert s1.tobytes() == s0.tobytes()
+    x2 = d
+    dist = np.linalg.norm(x2, axis=1)
+    assert np.allclose(s1[:, 0:3], x2 / dist[:, None], rtol=0, atol=1e-13)
+    assert np.allclose(s1[:, 9], dist - rs, rtol=0, atol=1e-13)
+    _, wrong = run(len(perm))       # every image ignored: the imaged pairs move
+    moved = np.flatnonzero(np.any(wrong != s0, axis=1))
+    assert set(moved) == set(range(third, m))
+
+
 
 def plane_steps(blocks, flags, threads=1, one_law=False, energy=False):
     """Sphere-plane rows through sphere_plane: m spheres, each near one of 6 moving
