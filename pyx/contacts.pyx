@@ -597,19 +597,15 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
     bin = blk.inp
     for k in range(k0, k1):
         if k + PREFETCH_AHEAD < k1:
-            # start the memory reads of a candidate further on: particle 2's position
-            # and images, and its contact row when the pair was in contact last step
-            # (else this pair's row, already in cache: an address select, not an
-            # unpredictable branch). Particle 2's velocities and force sums are not
-            # prefetched: most candidates do not touch (chute: 4 in 5), and their
-            # prefetches cost more than the misses of the touching pairs (partners
-            # are near in memory). Not in a function of its own: GCC drops a call
-            # that only prefetches as free of side effects.
+            # start the memory read of a candidate's contact row further on when the
+            # pair was in contact last step (else this pair's row, already in cache:
+            # an address select, not an unpredictable branch). Particle 2's data is
+            # not prefetched: most candidates do not touch (chute: 4 in 5), partners
+            # are near in memory, and the prefetches cost more than they save (its
+            # position and images: 0.96x of the kernels' time without them). Not in a
+            # function of its own: GCC drops a call that only prefetches as free of
+            # side effects.
             kp = k + PREFETCH_AHEAD
-            b = i2[kp]
-            prefetch(pos + 3 * b)
-            if periodic and b >= image_from:
-                prefetch(image + 3 * b)
             if slot == NULL:
                 row = state + (kp if active[kp] else k) * S_NCOLS
             else:
