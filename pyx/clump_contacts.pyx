@@ -24,7 +24,7 @@ from cython.parallel cimport prange
 from libc.math cimport sqrt
 from vecmath cimport v3, quat, V, vld, vst, vadd, vsub, vscale, vdot, vnorm, mtdot, q2m, \
     image_shift, image_velocity, cell_moving
-from worst_overlap cimport keep_worst, pick_worst
+from worst_overlap cimport keep_worst, pick_worst, worst_init
 from contact_row cimport Load, contact_update, S_NCOLS
 from laws cimport P_NCOLS
 import numpy as np
@@ -214,14 +214,13 @@ def clump_pairs(const int[::1] i1, const int[::1] i2, const int[::1] sub,
     cdef Py_ssize_t m = i1.shape[0], k
     cdef int nt = max(1, n_threads)
     cdef double ratio
-    cdef double[:, ::1] worst = np.zeros((nt, 2))
+    cdef double[:, ::1] worst = worst_init(nt)
     if m == 0:
         return 0.0, -1
     if state.shape[1] != S_NCOLS or pair_table.shape[1] != P_NCOLS or branch.shape[0] < m:
         raise ValueError("clump pair arrays: state (%d, %d), table width %d, branch %d"
                          % (state.shape[0], state.shape[1], pair_table.shape[1],
                             branch.shape[0]))
-    worst[:, 1] = -1
     for k in prange(m, nogil=True, schedule='static', num_threads=nt):
         ratio = _pair_one(k, i1[k], i2[k], sub[k], pos, image, &cell[0, 0], vel, angvel,
                           orient, shape, template, radius, mass, material, offsets, spheres,
@@ -285,10 +284,9 @@ def clump_plane(const int[::1] particle, const int[::1] plane, const int[::1] su
     cdef Py_ssize_t m = particle.shape[0], k
     cdef int nt = max(1, n_threads)
     cdef double ratio
-    cdef double[:, ::1] worst = np.zeros((nt, 2))
+    cdef double[:, ::1] worst = worst_init(nt)
     if m == 0:
         return 0.0, -1
-    worst[:, 1] = -1
     for k in prange(m, nogil=True, schedule='static', num_threads=nt):
         ratio = _plane_one(k, particle[k], plane[k], sub[k], pos, vel, angvel, orient, shape,
                            template, radius, mass, material, offsets, spheres, plane_point,

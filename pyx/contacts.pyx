@@ -22,7 +22,7 @@ blocks" below), with the contact rows and the partners' data prefetched.
 """
 cimport cython
 from cython.parallel cimport prange, threadid
-from libc.math cimport sqrt, isfinite, cbrt, M_PI
+from libc.math cimport sqrt, cbrt, M_PI
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memset
 from vecmath cimport v3, m33, V, vld, vst, mld, mst, vadd, vsub, vscale, vneg, vdot, \
@@ -35,6 +35,7 @@ from laws cimport jkr_radius, law_eval, law_plain, law_hooke, P_NCOLS, P_NORMAL,
     P_LIMIT_DAMPING, P_COHESION, P_WORK, P_COH_K, P_REACH, E_NCOLS, E_NORMAL, \
     E_TANGENT, E_DAMP, E_FRIC, E_ROLL, E_WALL
 from omp cimport pdem_omp_max_threads, pdem_omp_available
+from worst_overlap cimport worst_init, pick_worst
 import numpy as np
 
 
@@ -738,7 +739,7 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
     cdef Py_ssize_t m = i1.shape[0], n = pos.shape[0]
     cdef int t, nt = max(1, n_threads)
     cdef int sums = _sums_args(nt, f_out, t_out, owner1, owner2, m, n)
-    cdef double[:, ::1] worst = _worst_init(nt)
+    cdef double[:, ::1] worst = worst_init(nt)
     cdef Bodies B
     cdef Sums S
     cdef int[::1] slot = None if pool is None else pool.slot
@@ -749,7 +750,7 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
         f_out[:, :] = 0.0
         t_out[:, :] = 0.0
     if m == 0:
-        return _worst(worst)
+        return pick_worst(worst)
     if pool is not None and (state.shape[0] != pool.state.shape[0] or slot.shape[0] < m):
         raise ValueError("pooled pairs: state must be the pool's, a slot per pair")
     if (i2.shape[0] < m or active.shape[0] < m or (state.shape[0] < m and pool is None)
@@ -780,7 +781,7 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
                    &worst[t, 0], &S, blocks)
     if fresh != NULL:
         settle(pool, fresh, nt)
-    return _worst(worst)
+    return pick_worst(worst)
 
 
 cdef struct Planes:
@@ -931,12 +932,12 @@ def sphere_plane(const int[::1] particle, const int[::1] plane,
     cdef Py_ssize_t m = particle.shape[0]
     cdef int t, nt = max(1, n_threads)
     cdef int sums = _sums_args(nt, f_out, t_out, wall_owner, wall_owner, m, pos.shape[0])
-    cdef double[:, ::1] worst = _worst_init(nt)
+    cdef double[:, ::1] worst = worst_init(nt)
     cdef Bodies B
     cdef Planes W
     cdef Sums S
     if m == 0:
-        return _worst(worst)
+        return pick_worst(worst)
     if (plane.shape[0] < m or active.shape[0] < m or state.shape[0] < m
             or state.shape[1] != S_NCOLS or pair_table.shape[1] != P_NCOLS):
         raise ValueError("plane rows: %d rows, state (%d, %d), pair table width %d"
@@ -957,7 +958,7 @@ def sphere_plane(const int[::1] particle, const int[::1] plane,
     for t in prange(nt, nogil=True, schedule='static', num_threads=nt):
         plane_range(m * t // nt, m * (t + 1) // nt, &B, &W, dt, flags, &active[0],
                     &state[0, 0], &worst[t, 0], &S, blocks)
-    return _worst(worst)
+    return pick_worst(worst)
 
 
 cdef double* _energy_rows(double[:, ::1] energy, Py_ssize_t m) except? NULL:
@@ -974,22 +975,6 @@ def energy_columns():
     """Columns of the per-contact energy terms (pyx/laws.pxd E_*)."""
     return dict(normal=E_NORMAL, tangent=E_TANGENT, damping=E_DAMP, friction=E_FRIC,
                 rolling=E_ROLL, walls=E_WALL, ncols=E_NCOLS)
-
-
-cdef double[:, ::1] _worst_init(int nt):
-    w = np.zeros((nt, 2))
-    w[:, 1] = -1
-    return w
-
-
-cdef tuple _worst(double[:, ::1] worst):
-    cdef Py_ssize_t t, best = 0
-    for t in range(worst.shape[0]):
-        if not isfinite(worst[t, 0]) or worst[t, 0] > worst[best, 0]:
-            best = t
-            if not isfinite(worst[t, 0]):
-                break
-    return worst[best, 0], int(worst[best, 1])
 
 
 @cython.boundscheck(False)

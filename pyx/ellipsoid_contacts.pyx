@@ -26,7 +26,7 @@ cimport cython
 from cython.parallel cimport prange
 from libc.math cimport INFINITY, cbrt
 from vecmath cimport v3, V, vld, vst, vadd, vsub, vscale, vdot, vcross, image_shift, image_velocity, cell_moving
-from worst_overlap cimport keep_worst, pick_worst, solve_stats
+from worst_overlap cimport keep_worst, pick_worst, solve_stats, worst_init
 from contact_row cimport Load, contact_update, S_NCOLS, S_T, S_FORCE, S_MOMENT
 from laws cimport P_NCOLS, P_REACH
 from ellipsoid cimport Ell, CNResult, ell_make, ell2_make, ell_support, ell_radii, tangent_basis, \
@@ -177,7 +177,7 @@ def ellipsoid_pairs(const int[::1] i1, const int[::1] i2, const double[:, ::1] p
     cdef Py_ssize_t m = i1.shape[0], k
     cdef int nt = max(1, n_threads)
     cdef double ratio
-    cdef double[:, ::1] worst = np.zeros((nt, 2))
+    cdef double[:, ::1] worst = worst_init(nt)
     if cell.shape[0] != 6 or cell.shape[1] != 3:
         raise ValueError("cell must be (6, 3): H, then L H (pdem.cell.fixed_cell for a box)")
     if m == 0:
@@ -186,7 +186,6 @@ def ellipsoid_pairs(const int[::1] i1, const int[::1] i2, const double[:, ::1] p
         raise ValueError("ellipsoid pair arrays: state (%d, %d), table width %d, branch %d"
                          % (state.shape[0], state.shape[1], pair_table.shape[1],
                             branch.shape[0]))
-    worst[:, 1] = -1
     for k in prange(m, nogil=True, schedule='static', num_threads=nt):
         if planar:
             ratio = _pair_2d(k, i1[k], i2[k], pos, image, &cell[0, 0], vel, angvel, orient,
@@ -268,10 +267,9 @@ def ellipsoid_plane(const int[::1] particle, const int[::1] plane, const double[
     cdef Py_ssize_t m = particle.shape[0], k
     cdef int nt = max(1, n_threads)
     cdef double ratio
-    cdef double[:, ::1] worst = np.zeros((nt, 2))
+    cdef double[:, ::1] worst = worst_init(nt)
     if m == 0:
         return 0.0, -1
-    worst[:, 1] = -1
     for k in prange(m, nogil=True, schedule='static', num_threads=nt):
         ratio = _plane_one(k, particle[k], plane[k], pos, vel, angvel, orient, semi_axes, mass,
                            material, plane_point, plane_normal, plane_vel, plane_material,

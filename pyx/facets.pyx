@@ -117,7 +117,7 @@ from ellipsoid_facet cimport ell_triangle
 from gjk cimport MinkResult, MK_OVERLAP, cv_poly, cv_support, Convex
 from polyhedron_facet cimport PF_MAXV, poly_world, face_sums, edge_query
 from union_find cimport uf_root, uf_join
-from worst_overlap cimport insert_deepest
+from worst_overlap cimport insert_deepest, worst_init, pick_worst
 
 cdef enum:
     MAXC = 256      # candidate facets of one ball and one wall
@@ -605,7 +605,7 @@ def ball_facet(const long long[::1] group_start, const int[::1] particle, const 
     M.vf_idx = &vertex_facet_idx[0]
     M.side_off = &side_off[0]
     M.energy = NULL if energy is None or energy.shape[0] == 0 else &energy[0, 0]
-    cdef double[:, ::1] worst = _worst_init(nt)
+    cdef double[:, ::1] worst = worst_init(nt)
     # first row of a crowded group, per thread (a scalar assigned in a prange body
     # would be lastprivate: only the last iteration's value would survive)
     cdef long long[::1] crowded = np.full(nt, -1, np.int64)
@@ -620,18 +620,8 @@ def ball_facet(const long long[::1] group_start, const int[::1] particle, const 
                            voff, vdata, status) < 0:
             if crowded[tid] < 0:
                 crowded[tid] = group_start[gi]
-    best = 0
-    for tid in range(nt):
-        if not (worst[tid, 0] <= worst[best, 0]):
-            best = tid
     found = [int(c) for c in crowded if c >= 0]
-    return worst[best, 0], int(worst[best, 1]), min(found) if found else -1
-
-
-cdef double[:, ::1] _worst_init(int nt):
-    w = np.zeros((nt, 2))
-    w[:, 1] = -1
-    return w
+    return pick_worst(worst) + (min(found) if found else -1,)
 
 
 @cython.boundscheck(False)

@@ -52,7 +52,7 @@ from vecmath cimport v3, V, vld, vst, vadd, vsub, vscale, vdot, vneg, mtdot, q2m
 from contact_row cimport S_NCOLS, Load, contact_update
 from gjk cimport Convex, MinkResult, cv_poly, mk_query, MK_OVERLAP
 from union_find cimport uf_root, uf_join
-from worst_overlap cimport pick_worst, insert_deepest
+from worst_overlap cimport pick_worst, insert_deepest, worst_init
 import numpy as np
 
 cdef enum:
@@ -405,9 +405,7 @@ def polygon_elements(const long[::1] group_start, const int[::1] particle,
             status.shape[0] < particle.shape[0]:
         raise ValueError("polygon_elements: state width %d, branch %d, status %d rows"
                          % (state.shape[1], branch.shape[0], status.shape[0]))
-    worst_np = np.zeros((nt, 2))
-    worst_np[:, 1] = -1
-    cdef double[:, ::1] worst = worst_np
+    cdef double[:, ::1] worst = worst_init(nt)
     cdef long[::1] crowded = np.full(nt, -1, np.int64)
     for gi in prange(ng, nogil=True, schedule='static', num_threads=nt):
         tid = threadid()

@@ -47,7 +47,7 @@ from libc.math cimport INFINITY, fabs, sqrt, cbrt, pow
 from libc.stdlib cimport malloc, free
 from vecmath cimport v3, V, vld, vst, vadd, vsub, vscale, vdot, vunit, vcross, vnorm, mdot, \
     mtdot, q2m, quat, image_shift, image_velocity, cell_moving, m33
-from worst_overlap cimport keep_worst, pick_worst, solve_stats
+from worst_overlap cimport keep_worst, pick_worst, solve_stats, worst_init
 from contact_row cimport Load, contact_update, S_NCOLS, S_T
 from laws cimport P_NCOLS, P_NORMAL, P_KN0, P_KN1, P_ESTAR
 from contact_row cimport S_MOMENT
@@ -302,14 +302,13 @@ def polyhedron_pairs(const int[::1] i1, const int[::1] i2, const double[:, ::1] 
     cdef Py_ssize_t m = i1.shape[0], k
     cdef int nt = max(1, n_threads)
     cdef double ratio
-    cdef double[:, ::1] worst = np.zeros((nt, 2))
+    cdef double[:, ::1] worst = worst_init(nt)
     if m == 0:
         return 0.0, -1, -1, 0, 0, 0
     if state.shape[1] != S_NCOLS or pair_table.shape[1] != P_NCOLS or branch.shape[0] < m:
         raise ValueError("polyhedron pair arrays: state (%d, %d), table width %d, branch %d"
                          % (state.shape[0], state.shape[1], pair_table.shape[1],
                             branch.shape[0]))
-    worst[:, 1] = -1
     for k in prange(m, nogil=True, schedule='static', num_threads=nt):
         ratio = _pair_one(k, i1[k], i2[k], pos, image, &cell[0, 0], vel, angvel, orient,
                           shape, template, semi_axes, radius, mass, material, voff, vdata,
@@ -440,10 +439,9 @@ def polyhedron_plane(const int[::1] particle, const int[::1] plane, const double
     cdef Py_ssize_t m = particle.shape[0], k
     cdef int nt = max(1, n_threads)
     cdef double ratio
-    cdef double[:, ::1] worst = np.zeros((nt, 2))
+    cdef double[:, ::1] worst = worst_init(nt)
     if m == 0:
         return 0.0, -1
-    worst[:, 1] = -1
     for k in prange(m, nogil=True, schedule='static', num_threads=nt):
         ratio = _plane_one(k, particle[k], plane[k], pos, vel, angvel, orient, shape, template,
                            radius, mass, material, voff, vdata, toff, tdata, plane_point,

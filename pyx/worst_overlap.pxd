@@ -3,6 +3,18 @@
 # its own maximum (a NaN sticks: it is the worst), then the largest over the threads.
 # Also the statistics of an iterative contact solve (ellipsoids, polyhedra), in row order.
 from cython.parallel cimport threadid
+from cython.view cimport array as cvarray
+
+
+cdef inline double[:, ::1] worst_init(int nt):
+    """Per thread (largest overlap ratio, its row): (0, -1) before any row."""
+    cdef double[:, ::1] w = cvarray(shape=(max(1, nt), 2), itemsize=sizeof(double),
+                                    format="d")
+    cdef Py_ssize_t t
+    for t in range(w.shape[0]):
+        w[t, 0] = 0.0
+        w[t, 1] = -1.0
+    return w
 
 
 cdef inline void keep_worst(double[:, ::1] worst, double ratio, Py_ssize_t k) noexcept nogil:
@@ -25,10 +37,11 @@ cdef inline int insert_deepest(int* order, int npos, const double* U, int k) noe
 
 
 cdef inline tuple pick_worst(double[:, ::1] worst):
-    """(the largest ratio over the threads, its row or -1)."""
+    """(the largest ratio over the threads, its row or -1); a NaN wins and stays, as in
+    keep_worst."""
     cdef int t = 0, k
     for k in range(1, worst.shape[0]):
-        if not (worst[k, 0] <= worst[t, 0]):
+        if not (worst[k, 0] <= worst[t, 0]) and worst[t, 0] == worst[t, 0]:
             t = k
     return worst[t, 0], int(worst[t, 1])
 

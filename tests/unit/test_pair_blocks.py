@@ -138,14 +138,17 @@ def test_blocks_same_bits_on_two_threads():
     assert np.array_equal(sc1.state, sc2.state)
 
 
-def test_non_finite_distance_is_reported_not_skipped():
+@pytest.mark.parametrize("threads", [1, 3])
+def test_non_finite_distance_is_reported_not_skipped(threads):
     """A NaN position must not screen a pair out as 'not touching': the kernel computes
-    it and reports a non-finite overlap (Simulation then stops naming the particles)."""
+    it and reports a non-finite overlap (Simulation then stops naming the particles).
+    On 3 threads the NaN is in the first thread's range and deeper finite overlaps in
+    the others': the NaN is still the one reported."""
     rng = np.random.default_rng(3)
     sc = PairScene(rng, 40, False)
     sc.place(unit_rows(rng, 40) * (sc.radius[0::2] + sc.radius[1::2])[:, None] * 0.99)
     sc.pos[17, 1] = np.nan                   # particle 17 = partner of pair 8
-    (ratio, k), _, _, _ = sc.step(True, 0)
+    (ratio, k), _, _, _ = sc.step(True, 0, threads)
     assert k == 8 and not np.isfinite(ratio)
 
 
