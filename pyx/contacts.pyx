@@ -18,7 +18,7 @@ gather sums each owned particle's contributions in the order of its CSR list
 
 Speed. The sphere-sphere and sphere-plane kernels work in blocks of touching pairs whose
 geometry (and plain Hooke + Coulomb law) one vectorized loop computes (see "vector
-blocks" below), with the contact rows and the partners' data prefetched.
+blocks" below), with the contact rows prefetched.
 """
 cimport cython
 from cython.parallel cimport prange, threadid
@@ -620,7 +620,8 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
         x2 = vsub(vld(pos + 3 * b), vld(pos + 3 * a))
         if periodic:
             # most pairs are in the same image: H 0, computed once (the same bits);
-            # pairs of two rows below image_from are, without reading the images
+            # a pair of two rows below image_from is known to be, without reading
+            # the images
             d0 = d1 = d2 = 0
             if a >= image_from or b >= image_from:
                 d0 = image[3 * b] - image[3 * a]
