@@ -98,9 +98,13 @@ cdef int _sums_args(int nt, object f_out, object t_out, object o1, object o2,
 # applies the law, writes the rows and adds the in-pass sums. A block whose pairs share
 # one pair-table row of the plain Hooke + Coulomb law (laws.pxd law_plain; no energy
 # tracking) has the law evaluated in the vector loop too (law_hooke, the operations of
-# law_eval). A pair's numbers do not depend on its block (no reassociation, no FMA
-# contraction, IEEE sqrt and division in both): the same bits as one pair at a time
-# (`blocks=False`) and as the scalar law.
+# law_eval). The loop takes the small-step forms alone (l6geom.pxd `small`: no square
+# root or division for the unit mid-step normal, the frame's renormalization and the
+# mid-step rotation); the rare pair where one does not apply (a turn of more than about
+# 1e-4 rad in a step; chute and bed: under 0.5 % of the pairs, forming ones included)
+# takes the scalar route. A pair's numbers do not depend on its block (no reassociation,
+# no FMA contraction, IEEE sqrt and division in both): the same bits as one pair at a
+# time (`blocks=False`) and as the scalar law.
 cdef enum:
     NB = 32           # touching pairs per block
     B_X2 = 0          # block inputs: x2 - x1 (3)
@@ -120,8 +124,8 @@ cdef enum:
     B_U0 = 36
     B_NIN = 39
     O_C = 0           # block outputs: contact point c (3), n (3), u_n, T(t) (9),
-    O_N = 3           # udot (3), phidot (3), normal rate vn, ok = 0 when the mid-step
-    O_UN = 6          # Slerp needs the quaternion route, m*, R*, overlap / smaller radius
+    O_N = 3           # udot (3), phidot (3), normal rate vn, ok = 0 when a small-step form
+    O_UN = 6          # does not apply (l6geom.pxd `small`), m*, R*, overlap / smaller radius
     O_T = 7
     O_UDOT = 16
     O_PHIDOT = 19
@@ -234,6 +238,7 @@ cdef inline void block_loop(int nb, Block* blk, double dt, int flags, bint plane
     cdef m33 Tp, Tc
     cdef double dist, un, vn, r1, r2, meff, reff
     cdef Load L
+    cdef bint small
     cdef double (*bin)[NB]
     cdef double (*bout)[NB]
     bin = blk.inp
@@ -256,9 +261,11 @@ cdef inline void block_loop(int nb, Block* blk, double dt, int flags, bint plane
         Tp = cmld(bin, B_T, j)
         w1 = cld(bin, B_W1, j)
         w2 = cld(bin, B_W2, j)
+        small = True
         l6_frame(c, n, x2, cld(bin, B_V1, j), cld(bin, B_V2, j), w1, w2, r1, r2, dt, flags,
-                 Tp, &Tc, &vr2, &vn)
-        bout[O_OK][j] = l6_mid_rates(Tp, Tc, vr2, vsub(w2, w1), flags, &udot, &phidot)
+                 Tp, &Tc, &vr2, &vn, &small)
+        l6_mid_rates(Tp, Tc, vr2, vsub(w2, w1), flags, &udot, &phidot, &small)
+        bout[O_OK][j] = small
         cst(bout, O_C, j, c)
         cst(bout, O_N, j, n)
         bout[O_UN][j] = un
@@ -479,7 +486,8 @@ cdef void block_finish(int nb, Block* blk, bint law, const Bodies* B, double dt,
                        double* worst, const Sums* S) noexcept nogil:
     """The block's geometry (and law: `law`, see block_loop), then per pair in pair order:
     the L6Geom increments and the law (the scalar route for pairs that form and for turns
-    beyond 90 degrees), the row, the worst overlap and the in-pass sums."""
+    too large for the small-step forms: block_loop's ok), the row, the worst overlap and
+    the in-pass sums."""
     cdef int j, p
     cdef Py_ssize_t k
     cdef bint fast
@@ -799,8 +807,9 @@ cdef void plane_finish(int nb, Block* blk, bint law, const Bodies* B, const Plan
                        double dt, int flags, signed char* active, double* state,
                        double* worst, const Sums* S) noexcept nogil:
     """block_finish for sphere-plane rows (plane = body 1): the block's geometry (and law),
-    then per row in row order the increments and the law (the scalar route for rows that form and
-    for turns beyond 90 degrees), the wall's work, the worst overlap and the in-pass sums
+    then per row in row order the increments and the law (the scalar route for rows that
+    form and for turns too large for the small-step forms), the wall's work, the worst
+    overlap and the in-pass sums
     (the particle's owner in S.owner2)."""
     cdef int j, q
     cdef Py_ssize_t k

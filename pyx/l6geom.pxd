@@ -9,8 +9,14 @@
 # is computed from the same numbers on every rank.
 #
 # Time indices (leap-frog): positions, c, n, T, u, phi at t; velocities at t - dt/2.
+#
+# small: NULL, or (the vector blocks of contacts.pyx) a flag: the routines then take the
+# small-step forms alone -- vunit_near's Newton step, l6_mid_closed's series -- with no
+# square root or division, and clear the flag for a pair where one does not apply; the
+# caller computes that pair again with small NULL (both forms, then a select), which
+# gives the bits the exact routines give.
 from vecmath cimport v3, m33, quat, V, vadd, vsub, vscale, vneg, vdot, vcross, vnorm, \
-    vunit, vunit_near, mdot, m2q, q2m, qslerp_half
+    vunit, vunit_near, vunit_near_small, mdot, m2q, q2m, qslerp_half
 from libc.math cimport fabs, sqrt
 
 # Approximation flags (seed 000 "approximation flags"; names after Woo's approxMask).
@@ -44,7 +50,7 @@ cdef inline m33 l6_initial_axes(v3 n) noexcept nogil:
     return T
 
 
-cdef inline m33 l6_orthonormalize(m33 T) noexcept nogil:
+cdef inline m33 l6_orthonormalize(m33 T, bint* small) noexcept nogil:
     """Re-normalization of T after the column update. Row 0 is the directly computed
     normal and stays. Rows 1, 2 lose their n component, then are orthogonalized
     symmetrically: the linear update a + o x a leaves r1.r2 = -(o.r1)(o.r2) = O(dt^2),
@@ -55,7 +61,8 @@ cdef inline m33 l6_orthonormalize(m33 T) noexcept nogil:
     cdef v3 a = vsub(T.r1, vscale(T.r0, vdot(T.r1, T.r0)))
     cdef v3 b = vsub(T.r2, vscale(T.r0, vdot(T.r2, T.r0)))
     cdef double e = 0.5 * vdot(a, b)
-    T.r1 = vunit_near(vsub(a, vscale(b, e)))
+    a = vsub(a, vscale(b, e))
+    T.r1 = vunit_near(a) if small == NULL else vunit_near_small(a, small)
     T.r2 = vcross(T.r0, T.r1)
     return T
 
@@ -69,7 +76,8 @@ cdef inline v3 _half_apply(m33 Tp, m33 Tc, double a01, double a02, double a12, d
     return vadd(vadd(vscale(a, al), vscale(b, be)), vscale(aa, ga))
 
 
-cdef inline bint l6_mid_closed(m33 Tp, m33 Tc, v3 v1, v3 v2, v3* m1, v3* m2) noexcept nogil:
+cdef inline bint l6_mid_closed(m33 Tp, m33 Tc, v3 v1, v3 v2, v3* m1, v3* m2,
+                               bint* small) noexcept nogil:
     """m1 = Tm v1, m2 = Tm v2 with Tm = Slerp(Tp, Tc; 1/2) (seed 000), in closed form;
     False (m1, m2 meaningless) for relative rotations beyond 90 degrees.
 
@@ -89,12 +97,16 @@ cdef inline bint l6_mid_closed(m33 Tp, m33 Tc, v3 v1, v3 v2, v3* m1, v3* m2) noe
     cdef double e2 = e * e        # Estrin's scheme: a shorter dependency chain than Horner's
     cdef double be_s = (0.25 + e * (1.0 / 16.0)) + e2 * (1.0 / 32.0 + e * (5.0 / 256.0))
     cdef double ga_s = (0.125 + e * (3.0 / 32.0)) + e2 * (5.0 / 64.0 + e * (35.0 / 512.0))
-    cdef double rw = 0.5 * sqrt(1.0 + tr)
-    cdef double be_r = 0.5 / (1.0 + rw)
-    cdef double ga_r = 0.25 / (rw * (1.0 + rw))
+    cdef double rw, be_r, ga_r, be = be_s, ga = ga_s
     cdef bint series = fabs(e) < 1e-4
-    cdef double be = be_s if series else be_r
-    cdef double ga = ga_s if series else ga_r
+    if small != NULL:
+        small[0] = small[0] & series
+    else:
+        rw = 0.5 * sqrt(1.0 + tr)
+        be_r = 0.5 / (1.0 + rw)
+        ga_r = 0.25 / (rw * (1.0 + rw))
+        be = be_s if series else be_r
+        ga = ga_s if series else ga_r
     # (K - K^T)_ij = Tc_i . Tp_j - Tc_j . Tp_i; (1 + 2 r_w) / (2 (1 + r_w)) = 1 - be
     cdef double a01 = vdot(Tc.r0, Tp.r1) - vdot(Tc.r1, Tp.r0)
     cdef double a02 = vdot(Tc.r0, Tp.r2) - vdot(Tc.r2, Tp.r0)
@@ -105,7 +117,7 @@ cdef inline bint l6_mid_closed(m33 Tp, m33 Tc, v3 v1, v3 v2, v3* m1, v3* m2) noe
 
 
 cdef inline bint l6_mid_rates(m33 Tp, m33 Tc, v3 vr2, v3 dw, int flags, v3* udot,
-                              v3* phidot) noexcept nogil:
+                              v3* phidot, bint* small) noexcept nogil:
     """The local rates udot = T_mid vr2 and phidot = T_mid dw with the mid-step
     transformation T_mid = T(t-dt) (APPROX_MID_TRSF) or Slerp(T(t-dt), T(t); 1/2) in
     closed form; False when that needs the quaternion route (l6_mid_slerp)."""
@@ -113,7 +125,7 @@ cdef inline bint l6_mid_rates(m33 Tp, m33 Tc, v3 vr2, v3 dw, int flags, v3* udot
         udot[0] = mdot(Tp, vr2)
         phidot[0] = mdot(Tp, dw)
         return True
-    return l6_mid_closed(Tp, Tc, vr2, dw, udot, phidot)
+    return l6_mid_closed(Tp, Tc, vr2, dw, udot, phidot, small)
 
 
 cdef inline void l6_mid_slerp(m33 Tp, m33 Tc, v3 v1, v3 v2, v3* m1, v3* m2) noexcept nogil:
@@ -149,7 +161,7 @@ cdef inline void l6_form(v3 n, double un, m33* T, v3* u, v3* phi, v3* u0, v3* ph
 
 cdef inline void l6_frame(v3 c, v3 n, v3 x2, v3 v1, v3 v2, v3 w1, v3 w2, double r1,
                           double r2, double dt, int flags, m33 Tp, m33* Tc, v3* vr2,
-                          double* vn) noexcept nogil:
+                          double* vn, bint* small) noexcept nogil:
     """First half of the contact update (seed 000): T(t) from T(t-dt) = Tp, and the
     relative velocity at c with its normal part removed (vr2) and its normal rate vn."""
     cdef v3 n_prev = Tp.r0
@@ -162,7 +174,7 @@ cdef inline void l6_frame(v3 c, v3 n, v3 x2, v3 v1, v3 v2, v3 w1, v3 w2, double 
     else:
         n_mid = vscale(vadd(n_prev, n), 0.5)
     if not (flags & NO_RENORM_MID_NORMAL):
-        n_mid = vunit_near(n_mid)
+        n_mid = vunit_near(n_mid) if small == NULL else vunit_near_small(n_mid, small)
     # twist rotation o_t = n_mid (n_mid . (w1 + w2)/2) dt
     o_t = vscale(n_mid, vdot(n_mid, vscale(vadd(w1, w2), 0.5)) * dt)
     # relative velocity at c, then its normal part removed
@@ -177,7 +189,7 @@ cdef inline void l6_frame(v3 c, v3 n, v3 x2, v3 v1, v3 v2, v3 w1, v3 w2, double 
     Tc.r1 = vsub(Tp.r1, vcross(Tp.r1, o))
     Tc.r2 = vsub(Tp.r2, vcross(Tp.r2, o))
     if not (flags & NO_RENORM_TRSF):
-        Tc[0] = l6_orthonormalize(Tc[0])
+        Tc[0] = l6_orthonormalize(Tc[0], small)
 
 
 cdef inline void l6_advance(double un, double vn, double dt, v3* u, v3* phi, v3* udot,
@@ -202,10 +214,10 @@ cdef inline void l6_update(v3 c, v3 n, double un, v3 x2, v3 v1, v3 v2, v3 w1, v3
     cdef m33 Tc
     cdef v3 vr2
     cdef double vn
-    l6_frame(c, n, x2, v1, v2, w1, w2, r1, r2, dt, flags, T[0], &Tc, &vr2, &vn)
+    l6_frame(c, n, x2, v1, v2, w1, w2, r1, r2, dt, flags, T[0], &Tc, &vr2, &vn, NULL)
     # mid-step transformation applied to the relative velocities: incremental u and phi
     # in local coordinates
-    if not l6_mid_rates(T[0], Tc, vr2, vsub(w2, w1), flags, udot, phidot):
+    if not l6_mid_rates(T[0], Tc, vr2, vsub(w2, w1), flags, udot, phidot, NULL):
         l6_mid_slerp(T[0], Tc, vr2, vsub(w2, w1), udot, phidot)
     l6_advance(un, vn, dt, u, phi, udot, phidot)
     T[0] = Tc

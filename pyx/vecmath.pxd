@@ -112,6 +112,13 @@ cdef inline v3 vunit_near(v3 a) noexcept nogil:
     cdef double exact = 1.0 / sqrt(e)
     return vscale(a, 0.5 * (3.0 - e) if fabs(e - 1.0) < 1e-8 else exact)
 
+cdef inline v3 vunit_near_small(v3 a, bint* small) noexcept nogil:
+    """vunit_near's small-step value alone (no square root, no division); small[0] is
+    cleared when it does not apply (vunit_near's exact value is then the right one)."""
+    cdef double e = vdot(a, a)
+    small[0] = small[0] & (fabs(e - 1.0) < 1e-8)
+    return vscale(a, 0.5 * (3.0 - e))
+
 cdef inline v3 mdot(m33 m, v3 a) noexcept nogil:
     """Global -> local components."""
     return V(vdot(m.r0, a), vdot(m.r1, a), vdot(m.r2, a))

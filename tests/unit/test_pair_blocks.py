@@ -131,6 +131,45 @@ def test_blocks_same_bits_as_one_pair_at_a_time(flags, periodic):
     assert np.isfinite(sc_b.state).all()
 
 
+@pytest.mark.parametrize("flags", [0, 16, 5, 10])     # 10: no renormalization: the series decides
+def test_small_step_forms_and_their_fallback_match_the_exact_routine(flags):
+    """Turns of 1e-7 to 0.3 rad in a step and slow spins: the blocks take the small-step
+    forms alone (no square root or division) for the smaller turns and send the pairs
+    beyond them (about 1e-4 rad for the unit vectors, 0.02 rad for the mid-step
+    rotation's series) to the scalar route. Each pair's frame, u and phi must
+    be those of the L6Geom routine with its exact forms (geometry_step, one pair per
+    call) to the bit."""
+    rng = np.random.default_rng(5)
+    m = 300
+    sc = PairScene(rng, m, False)
+    sc.angvel *= 1e-3                       # spins turn a frame by ~5e-6 rad in a step
+    rs = sc.radius[0::2] + sc.radius[1::2]
+    d = unit_rows(rng, m) * (rs * rng.uniform(0.97, 0.995, m))[:, None]
+    sc.place(d)
+    sc.step(True, flags)
+    before = sc.state.copy()
+    angles = 10.0 ** rng.uniform(-7, -0.5, m)
+    assert (angles < 3e-5).sum() > 50 and (angles > 0.03).sum() > 30
+    assert ((angles > 3e-4) & (angles < 0.01)).sum() > 50
+    axes = unit_rows(rng, m)
+    sc.place(np.array([rotation(axes[k], angles[k]) @ d[k] for k in range(m)]))
+    assert sc.step(True, flags)[3] == m
+    col = ck.state_columns()
+    x2 = sc.pos[1::2] - sc.pos[0::2]
+    v, w = sc.vel, sc.angvel
+    for k in range(m):
+        T = before[k:k + 1, 0:9].copy()
+        u = before[k:k + 1, col["u"][0]:col["u"][0] + 3].copy()
+        phi = before[k:k + 1, col["phi"][0]:col["phi"][0] + 3].copy()
+        ck.geometry_step(x2[k:k + 1].copy(), v[2 * k:2 * k + 1], v[2 * k + 1:2 * k + 2],
+                         w[2 * k:2 * k + 1], w[2 * k + 1:2 * k + 2], sc.radius[2 * k],
+                         sc.radius[2 * k + 1], 1e-3, flags, np.ones(1, np.int8), T, u, phi,
+                         np.zeros((1, 3)), np.zeros((1, 3)))
+        assert np.array_equal(sc.state[k, 0:9], T[0])
+        assert np.array_equal(sc.state[k, col["u"][0]:col["u"][0] + 3], u[0])
+        assert np.array_equal(sc.state[k, col["phi"][0]:col["phi"][0] + 3], phi[0])
+
+
 def test_blocks_same_bits_on_two_threads():
     _, sc1, _ = three_steps(2, True, 0, True, threads=1)
     _, sc2, _ = three_steps(2, True, 0, True, threads=2)
