@@ -917,11 +917,17 @@ class Simulation:
         skip_in_pass: the kinds with in-pass sums have added their rows already."""
         st = self.store
         f, t = st.force[:st.n_own], st.torque[:st.n_own]
-        for kind in self.interactions.values():
+        for kind in self.working_kinds():
             if not (skip_in_pass and kind.in_pass):
                 kind.add_forces(f, t, self.lever_flags, self.threads)
         if self.external:
             self.external.add(self, f, t)
+
+    def working_kinds(self):
+        """The interaction kinds with rows, and the one that starts the force sums: a
+        kind without rows adds nothing and reports nothing (a scene of spheres skips the
+        other 16 kinds' calls every step)."""
+        return [kind for kind in self.interactions.values() if kind.starts_sums or len(kind)]
 
     def _coincident(self, i):
         """Id of another particle (owned or ghost) whose centre coincides with local

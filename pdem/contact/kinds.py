@@ -120,6 +120,8 @@ class Interaction:
     in_pass = False         # compute() can add its rows to the force sums
     contact = True          # its rows are contacts (contacts(), n_contacts, NSCD); bonds are not
     nscd = True             # the NSCD scheme solves its rows (kind.gaps)
+    starts_sums = False     # its kernel zeroes the force sums before adding: it runs even
+                            # without rows (any other kind without rows is skipped)
 
     def __init__(self, sim):
         self.sim = sim
@@ -288,6 +290,7 @@ class PairContacts(TwoBodyRows):
     """Particle pairs of the Verlet list."""
     name = "pair"
     in_pass = True
+    starts_sums = True
     image_from = 0          # the owned rows (below b.n_own) have zero images after a build
 
     def build(self, b):

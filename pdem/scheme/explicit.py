@@ -64,7 +64,7 @@ class Explicit(Scheme):
         table = sim.materials.table()
         f, t = st.force[:st.n_own], st.torque[:st.n_own]
         messages = [kind.compute(table, nmat, *((f, t) if kind.in_pass else (None, None)))
-                    for kind in sim.interactions.values()]
+                    for kind in sim.working_kinds()]
         problem = next((m for m in messages if m), None)
         sim.sum_forces(skip_in_pass=True)
         if sim.energy_tracker:          # energy terms of this step (pdem/energy.py)
