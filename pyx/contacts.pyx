@@ -147,6 +147,7 @@ cdef extern from *:
 
 
 cdef enum:
+    PLANE_AHEAD = 8       # sphere-plane rows: a particle's data is fetched this far ahead
     PREFETCH_AHEAD = 16   # candidates: a contact row is fetched from memory while the
                           # pairs before it are computed
 
@@ -881,6 +882,19 @@ cdef void plane_range(Py_ssize_t k0, Py_ssize_t k1, const Bodies* B, const Plane
     cdef const double* P
     bin = blk.inp
     for k in range(k0, k1):
+        if k + PLANE_AHEAD < k1:
+            # a wall row's particle is anywhere in memory: its data is fetched while the
+            # rows before it are computed
+            p = W.particle[k + PLANE_AHEAD]
+            prefetch(B.pos + 3 * p)
+            prefetch(B.radius + p)
+            prefetch(B.material + p)
+            prefetch(B.mass + p)
+            prefetch(B.vel + 3 * p)
+            prefetch(B.angvel + 3 * p)
+            if S.f != NULL:
+                prefetch(S.f + 3 * p)
+                prefetch(S.t + 3 * p)
         p = W.particle[k]
         w = W.plane[k]
         r = B.radius[p]
