@@ -25,6 +25,7 @@ from cython.parallel cimport prange, threadid
 from libc.math cimport sqrt, cbrt, M_PI
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memset
+from prefetch cimport prefetch
 from vecmath cimport v3, m33, V, vld, vst, mld, mst, vadd, vsub, vscale, vneg, vdot, \
     vcross, mtdot, image_shift, image_velocity, cell_moving
 from l6geom cimport l6_frame, l6_mid_rates, l6_advance, APPROX_MID_NORMAL, APPROX_MID_TRSF
@@ -140,10 +141,6 @@ cdef enum:
     O_T1 = 36
     O_T2 = 39
     O_NOUT = 42
-
-
-cdef extern from *:
-    void prefetch "__builtin_prefetch" (const void* address) noexcept nogil
 
 
 cdef enum:

@@ -14,6 +14,7 @@ static prange gives the same bits for any thread count.
 cimport cython
 from cython.parallel cimport prange, threadid
 from libc.math cimport sqrt
+from prefetch cimport prefetch
 from vecmath cimport v3, vld, vst, vsub, vdot, lowest_along
 from trigeom cimport tri_closest
 import numpy as np
@@ -120,6 +121,7 @@ from union_find cimport uf_root, uf_join
 from worst_overlap cimport insert_deepest, worst_init, pick_worst
 
 cdef enum:
+    GROUP_AHEAD = 4       # ball_facet: a group's particle data is fetched this far ahead
     MAXC = 256      # candidate facets of one ball and one wall
 
 MAX_FACETS_PER_BALL = MAXC
@@ -573,7 +575,7 @@ def ball_facet(const long long[::1] group_start, const int[::1] particle, const 
     the overlap ratio is the deepest overlap / the bounding radius.
     Returns (max U / R, its row, first row of a group with more than MAXC facets or -1)."""
     cdef Py_ssize_t ng = group_start.shape[0] - 1, gi
-    cdef int nt = max(1, n_threads), tid
+    cdef int nt = max(1, n_threads), tid, ahead
     cdef Mesh M
     cdef bint ell = semi_axes is not None
     cdef bint poly = vdata is not None
@@ -611,6 +613,16 @@ def ball_facet(const long long[::1] group_start, const int[::1] particle, const 
     cdef long long[::1] crowded = np.full(nt, -1, np.int64)
     for gi in prange(ng, nogil=True, schedule='static', num_threads=nt):
         tid = threadid()
+        if gi + GROUP_AHEAD < ng:
+            # a group's particle is anywhere in memory: its data is fetched while the
+            # groups before it are computed
+            ahead = particle[group_start[gi + GROUP_AHEAD]]
+            prefetch(&pos[ahead, 0])
+            prefetch(&vel[ahead, 0])
+            prefetch(&angvel[ahead, 0])
+            prefetch(&radius[ahead])
+            prefetch(&mass[ahead])
+            prefetch(&material[ahead])
         if ball_wall_group(group_start[gi], group_start[gi + 1], particle[group_start[gi]],
                            facet_wall[facet[group_start[gi]]], &facet[0], M, facets, pos, vel,
                            angvel, radius, mass, material, wall_material, wall_cos_theta,

@@ -3,9 +3,7 @@
 image of this rank takes its source row's values; rows for another rank are packed into
 one message and unpacked from one."""
 cimport cython
-
-cdef extern from *:
-    void prefetch "__builtin_prefetch"(const void* p) noexcept nogil
+from prefetch cimport prefetch
 
 cdef enum:
     AHEAD = 16          # rows: the sources are scattered and cold after the contact phase
