@@ -16,7 +16,8 @@ alone and on the candidates that do not touch alone (rows per pair), and
 simulation runs on, the two builds' kernels swapped in (pdem.contact.kinds) for
 alternate segments of `--segment-steps` steps (both give the same bits, so the
 trajectory is one), and the contact phase (sim.timers) and the process CPU time of a
-segment are compared: fastest segment, medians and the median of the paired ratios."""
+segment are compared, and each kind's `compute` (pair, plane, ...): fastest segment,
+medians and the median of the paired ratios."""
 import argparse
 import importlib.util
 import os
@@ -114,21 +115,41 @@ def main():
 
 
 def real_step(sim, mods, segments, steps):
-    """The two builds in alternate segments of the simulation's own steps."""
+    """The two builds in alternate segments of the simulation's own steps: the contact
+    phase, the process's CPU time and each kind's `compute` (the kinds with rows)."""
     from pdem.contact import kinds
+    working = sim.working_kinds()
+    spent = {kind.name: 0.0 for kind in working}
+
+    def timed(kind, compute):
+        def wrapper(*args):
+            t = time.perf_counter()
+            out = compute(*args)
+            spent[kind.name] += time.perf_counter() - t
+            return out
+        return wrapper
+
+    for kind in working:
+        kind.compute = timed(kind, kind.compute)
     keep, times = kinds.ck, [[], []]
     for r in range(segments):
         for i in ((0, 1) if r % 2 == 0 else (1, 0)):
             kinds.ck = mods[i]
             sim.timers["contact"] = 0.0
+            spent.update(dict.fromkeys(spent, 0.0))
             t0 = time.process_time()
             sim.run(steps=steps)
-            times[i].append((sim.timers["contact"], time.process_time() - t0))
+            times[i].append([sim.timers["contact"], time.process_time() - t0]
+                            + list(spent.values()))
     kinds.ck = keep
+    for kind in working:
+        del kind.compute                 # the class's method again
     a, b = np.array(times[0]) / steps * 1e3, np.array(times[1]) / steps * 1e3
     print("real step, %d segments of %d steps each (load %.1f), per step:" % (
         segments, steps, os.getloadavg()[0]))
-    for name, c in (("contact phase (wall)", 0), ("whole step (CPU)", 1)):
+    names = ["contact phase (wall)", "whole step (CPU)"] + [
+        "kind %s, compute (wall)" % name for name in spent]
+    for c, name in enumerate(names):
         print("  %s: A fastest %.3f median %.3f ms, B fastest %.3f median %.3f ms; B/A "
               "fastest %.3f, medians %.3f, paired %.3f" % (
                   name, a[:, c].min(), np.median(a[:, c]), b[:, c].min(), np.median(b[:, c]),
