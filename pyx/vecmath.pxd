@@ -103,21 +103,29 @@ cdef inline double vnorm(v3 a) noexcept nogil:
 cdef inline v3 vunit(v3 a) noexcept nogil:
     return vscale(a, 1.0 / vnorm(a))
 
+cdef inline bint near_one(double e) noexcept nogil:
+    """A squared length e so close to 1 (| e - 1 | < 1e-8) that newton_rsqrt(e) is
+    1/sqrt(e) to a relative error below 1e-16 (round-off)."""
+    return fabs(e - 1.0) < 1e-8
+
+cdef inline double newton_rsqrt(double e) noexcept nogil:
+    """One Newton step of 1/sqrt(e) about 1."""
+    return 0.5 * (3.0 - e)
+
 cdef inline v3 vunit_near(v3 a) noexcept nogil:
     """Normalize a vector whose length is close to 1 (a small rotation of a unit vector):
-    when | |a|^2 - 1 | < 1e-8 one Newton step of 1/sqrt about 1 gives a relative error
-    below 1e-16 (round-off); otherwise the exact formula. Both are computed and one is
+    newton_rsqrt when near_one, otherwise the exact formula. Both are computed and one is
     selected, not branched to, so that loops over contacts vectorize."""
     cdef double e = vdot(a, a)
     cdef double exact = 1.0 / sqrt(e)
-    return vscale(a, 0.5 * (3.0 - e) if fabs(e - 1.0) < 1e-8 else exact)
+    return vscale(a, newton_rsqrt(e) if near_one(e) else exact)
 
 cdef inline v3 vunit_near_small(v3 a, bint* small) noexcept nogil:
     """vunit_near's small-step value alone (no square root, no division); small[0] is
     cleared when it does not apply (vunit_near's exact value is then the right one)."""
     cdef double e = vdot(a, a)
-    small[0] = small[0] & (fabs(e - 1.0) < 1e-8)
-    return vscale(a, 0.5 * (3.0 - e))
+    small[0] = small[0] & near_one(e)
+    return vscale(a, newton_rsqrt(e))
 
 cdef inline v3 mdot(m33 m, v3 a) noexcept nogil:
     """Global -> local components."""
@@ -229,8 +237,8 @@ cdef inline quat qslerp_half(quat a, quat b) noexcept nogil:
     r.w = 0.5 * (a.w + b.w); r.x = 0.5 * (a.x + b.x); r.y = 0.5 * (a.y + b.y)
     r.z = 0.5 * (a.z + b.z)
     cdef double e = r.w * r.w + r.x * r.x + r.y * r.y + r.z * r.z
-    if fabs(e - 1.0) < 1e-8:      # small step: Newton normalization (see vunit_near)
-        e = 0.5 * (3.0 - e)
+    if near_one(e):               # small step: Newton normalization
+        e = newton_rsqrt(e)
         r.w *= e; r.x *= e; r.y *= e; r.z *= e
         return r
     return qnormalized(r)
