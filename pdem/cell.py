@@ -276,7 +276,7 @@ class Cell:
         """The kernels' cell array (6, 3): H, then L H_prev (the velocity of each cell
         vector): a pair's image difference i shifts particle 2 by H i and its velocity by
         L H_prev i (vecmath.pxd image_shift, image_velocity)."""
-        return np.ascontiguousarray(np.vstack([self.matrix, self.image_velocity]))
+        return np.concatenate((self.matrix, self.image_velocity))
 
     def wrap(self, pos, vel):
         """Wrap positions into the cell in reduced coordinates on periodic axes (only the

@@ -89,11 +89,18 @@ class ParticleStore:
         self.f = empty_fields()
         self.n_own = 0
 
-    def __getattr__(self, name):
-        try:
-            return self.__dict__["f"][name]
-        except KeyError:
-            raise AttributeError(name) from None
+    @property
+    def f(self):
+        """The fields by name; each is also an attribute (`st.pos`): a plain attribute
+        read, which the step's orchestration makes about 40 times per step."""
+        return self._fields
+
+    @f.setter
+    def f(self, fields):
+        for name in self.__dict__.pop("_fields", ()):
+            del self.__dict__[name]
+        self.__dict__.update(fields)
+        self._fields = fields
 
     @property
     def n(self):
@@ -123,7 +130,7 @@ class ParticleStore:
         here); every rank must enable the same fields."""
         for name in names:
             if name not in self.f:
-                self.f[name] = empty_fields(self.n, [name])[name]
+                self.f[name] = self.__dict__[name] = empty_fields(self.n, [name])[name]
 
     def append_owned(self, new):
         """Add owned particles (ghosts are dropped; the next rebuild recreates them);

@@ -911,13 +911,14 @@ class Simulation:
         t0, step0 = origin if origin is not None else (self.time, self.step_count)
         self._clock = (float(t0), int(step0), self.dt, self.time)
 
-    def sum_forces(self, skip_in_pass=False):
+    def sum_forces(self, skip_in_pass=False, kinds=None):
         """Force and torque of every owned particle: the sum of its contact rows, kind
         by kind in a fixed order (the same bits on any rank and thread count).
-        skip_in_pass: the kinds with in-pass sums have added their rows already."""
+        skip_in_pass: the kinds with in-pass sums have added their rows already.
+        kinds: this step's working_kinds() when the caller has them."""
         st = self.store
         f, t = st.force[:st.n_own], st.torque[:st.n_own]
-        for kind in self.working_kinds():
+        for kind in self.working_kinds() if kinds is None else kinds:
             if not (skip_in_pass and kind.in_pass):
                 kind.add_forces(f, t, self.lever_flags, self.threads)
         if self.external:
@@ -927,7 +928,8 @@ class Simulation:
         """The interaction kinds with rows, and the one that starts the force sums: a
         kind without rows adds nothing and reports nothing (a scene of spheres skips the
         other 16 kinds' calls every step)."""
-        return [kind for kind in self.interactions.values() if kind.starts_sums or len(kind)]
+        return [kind for kind in self.interactions.values()
+                if kind.starts_sums or len(kind.batch.key)]     # len(kind), inlined
 
     def _coincident(self, i):
         """Id of another particle (owned or ghost) whose centre coincides with local

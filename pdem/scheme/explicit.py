@@ -63,10 +63,11 @@ class Explicit(Scheme):
         st, nmat = sim.store, max(1, len(sim.materials.materials))
         table = sim.materials.table()
         f, t = st.force[:st.n_own], st.torque[:st.n_own]
+        kinds = sim.working_kinds()
         messages = [kind.compute(table, nmat, *((f, t) if kind.in_pass else (None, None)))
-                    for kind in sim.working_kinds()]
+                    for kind in kinds]
         problem = next((m for m in messages if m), None)
-        sim.sum_forces(skip_in_pass=True)
+        sim.sum_forces(skip_in_pass=True, kinds=kinds)
         if sim.energy_tracker:          # energy terms of this step (pdem/energy.py)
             sim.energy_tracker.before_kick(sim)
         t1 = time.perf_counter()

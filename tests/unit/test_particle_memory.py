@@ -12,7 +12,7 @@ import pytest
 from mpi4py import MPI
 
 import pdem
-from pdem.particles import BODY_FIELDS, FIELDS
+from pdem.particles import BODY_FIELDS, FIELDS, ParticleStore, empty_fields
 
 
 def box(periodic=(True, True, True)):
@@ -77,6 +77,24 @@ def test_body_fields_appear_with_the_first_ellipsoid_and_survive_a_restart(tmp_p
     q = back.particles()
     for k in p:
         assert np.array_equal(p[k], q[k]), k
+
+
+def test_store_attributes_are_its_fields_and_nothing_else():
+    """st.pos is a plain attribute (the step reads about 40 per step): it must be the
+    field's array after every replacement, and a replaced field must not stay alive."""
+    st = ParticleStore()
+    st.set_local(empty_fields(3))
+    for k in st.f:
+        assert getattr(st, k) is st.f[k], k
+    st.enable(["semi_axes"])
+    assert st.semi_axes is st.f["semi_axes"] and st.semi_axes.shape == (3, 3)
+    st.append_owned({"id": np.arange(3, 5), "pos": np.ones((2, 3)), "radius": np.ones(2)})
+    assert st.n == 5 and st.pos is st.f["pos"] and st.semi_axes is st.f["semi_axes"]
+    np.testing.assert_array_equal(st.pos[3:], 1.0)
+    old = st.f["vel"]
+    st.f = {}
+    assert not hasattr(st, "vel") and not hasattr(st, "pos")
+    assert sys.getrefcount(old) == 2          # `old` and getrefcount's argument only
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc and /proc")
