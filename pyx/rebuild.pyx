@@ -201,6 +201,60 @@ def carry_slots(const long[::1] new_key, const long[::1] old_key,
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
+def pack_pool(double[:, ::1] state, int[::1] slot, int[::1] free, double scattered=0.05):
+    """Move a pool's rows in place so that the candidates' rows follow their order
+    (the i-th candidate with a row gets row i) and rewrite slot and free (every other
+    row, highest first), when more than a fraction `scattered` of the rows do not
+    follow the row before them; else change nothing. The pair kernel then reads its
+    rows in sequence: carried from rebuild to rebuild, the rows of a flow end up
+    scattered over the pool (the chute's after 2000 steps: 94 %; a dense bed's
+    kernel 1.2x slower so). A cycle-following permutation in place: two rows of
+    scratch, each row copied twice. Returns True when it moved the rows."""
+    cdef Py_ssize_t m = slot.shape[0], cap = state.shape[0], nc = state.shape[1]
+    cdef Py_ssize_t j, s, d, nd, used = 0, breaks = 0, last = -2
+    for j in range(m):
+        if slot[j] >= 0:
+            breaks += slot[j] != last + 1
+            last = slot[j]
+            used += 1
+    if breaks <= scattered * used:
+        return False
+    if free.shape[0] < cap:
+        raise ValueError("pack_pool: free has %d entries for %d rows" % (free.shape[0], cap))
+    cdef double[:, ::1] scratch = np.empty((2, nc))
+    cdef double* moving            # the row on its way to row d
+    cdef double* held              # the row taken out of row d
+    # dest[s]: row s's new row; -1: a free or vacated row
+    cdef int[::1] dest = np.full(cap, -1, np.int32)
+    used = 0
+    with nogil:
+        for j in range(m):
+            if slot[j] >= 0:
+                dest[slot[j]] = <int>used
+                slot[j] = <int>used
+                used += 1
+        for s in range(cap):
+            d = dest[s]
+            if d < 0 or d == s:
+                continue
+            moving, held = &scratch[0, 0], &scratch[1, 0]
+            memcpy(moving, &state[s, 0], nc * sizeof(double))
+            dest[s] = -1
+            while dest[d] >= 0:                   # d holds a row still to move
+                nd = dest[d]
+                memcpy(held, &state[d, 0], nc * sizeof(double))
+                memcpy(&state[d, 0], moving, nc * sizeof(double))
+                moving, held = held, moving
+                dest[d] = -1
+                d = nd
+            memcpy(&state[d, 0], moving, nc * sizeof(double))
+        for s in range(cap - used):
+            free[s] = <int>(cap - 1 - s)
+    return True
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
 def outside(const double[:, ::1] pos, const double[::1] lo, const double[::1] hi,
             const unsigned char[::1] periodic):
     """(first row with a non-finite coordinate or -1, first row outside lo..hi (lo

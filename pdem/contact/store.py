@@ -101,8 +101,10 @@ class ContactBatch:
         rows share a key, the last one). One merge of the two key-sorted lists
         (pyx/rebuild.pyx); a list not stored in key order is sorted first. A pooled
         batch carried from a pooled batch takes over its pool (the rows stay where they
-        are), unless the pool holds over twice its contacts (+1024 rows); otherwise it
-        gets a pool of the copied rows plus a quarter for contacts to come."""
+        are, moved within it into the new list's order once they are scattered:
+        rebuild.pack_pool), unless
+        the pool holds over twice its contacts (+1024 rows); otherwise it gets a pool of
+        the copied rows plus a quarter for contacts to come."""
         if self.slot is not None:
             n_old = int(np.count_nonzero(old.active)) if len(self) else 0
             if old.slot is not None and len(old.state) <= 2 * n_old + 1024:
@@ -112,6 +114,7 @@ class ContactBatch:
                 used = _r.carry_slots(self.key, old.key, old.active, old.slot, self.active,
                                       self.slot, free)
                 if used >= 0:
+                    _r.pack_pool(old.state, self.slot, free)     # rows in list order
                     self.state, self.free, self.n_free = old.state, free, len(free) - used
                     return
                 self.active[:] = 0                  # a list not in key order

@@ -239,28 +239,32 @@ def test_carry_from_equals_searchsorted_carry(seed, sort_new, sort_old):
 
 
 def test_pooled_carry_keeps_the_pool():
-    """A pooled list carried into a pooled list passes on its pool rows (no copy):
-    the same pool, the carried rows' slots unchanged, every other row free (the lowest
-    taken first); a pool over twice its contacts (+1024) is compacted instead."""
+    """A pooled list carried into a pooled list passes on its pool (no second pool):
+    the same array, its rows moved within it into the new list's order (the i-th
+    carried candidate in row i, each row's values unchanged), every other row free (the
+    lowest taken first); a pool over twice its contacts (+1024) is compacted instead."""
     rng = np.random.default_rng(3)
     keys_ = np.unique(rng.integers(0, 1 << 40, 5000))
     old = ContactBatch(key=keys_, pooled=True)
     old.pool(4000, 0)
     act = np.flatnonzero(rng.uniform(size=len(keys_)) < 0.5)
     old.active[act] = 1
-    old.slot[act] = rng.permutation(4000)[:len(act)]
+    old.slot[act] = rng.permutation(4000)[:len(act)]       # rows scattered over the pool
     old.state[:] = rng.normal(size=old.state.shape)
+    before, old_slot = old.state.copy(), old.slot.copy()
     new_keys = np.sort(rng.choice(keys_, 4000, replace=False))
     new = ContactBatch(key=new_keys, pooled=True)
     new.carry_from(old)
     assert new.state is old.state
     hit = np.isin(new_keys, keys_[act])
     np.testing.assert_array_equal(new.active != 0, hit)
-    np.testing.assert_array_equal(new.slot[hit], old.slot[act][np.isin(keys_[act], new_keys)])
+    np.testing.assert_array_equal(new.slot[hit], np.arange(hit.sum()))
     np.testing.assert_array_equal(new.slot[~hit], -1)
-    used = new.slot[hit]
-    free = new.free[:new.n_free]
-    np.testing.assert_array_equal(free, np.setdiff1d(np.arange(4000), used)[::-1])
+    src = old_slot[act][np.isin(keys_[act], new_keys)]
+    assert new.state[:hit.sum()].tobytes() == before[src].tobytes()
+    np.testing.assert_array_equal(new.free[:new.n_free], np.arange(hit.sum(), 4000)[::-1])
+    old.state[:] = before                  # the old list as it was, for the next case
+    old.slot[:] = old_slot
     # few contacts in a large pool: compacted (a new pool, the rows copied)
     few = ContactBatch(key=new_keys, pooled=True)
     old.active[act[20:]] = 0
@@ -270,6 +274,38 @@ def test_pooled_carry_keeps_the_pool():
     assert k.sum() == np.isin(new_keys, keys_[act[:20]]).sum()
     src = old.slot[act[:20]][np.searchsorted(keys_[act[:20]], new_keys[k])]
     assert few.state[few.slot[k]].tobytes() == old.state[src].tobytes()
+
+
+@pytest.mark.parametrize("layout", ["scattered", "packed", "reversed", "rotated", "empty"])
+def test_pack_pool_moves_rows_into_candidate_order(layout):
+    """rebuild.pack_pool against numpy fancy indexing: the i-th candidate with a row
+    gets row i with its values, in place (chains ending in free rows, cycles); rows
+    already in sequence are left alone."""
+    rng = np.random.default_rng(7)
+    cap, m = 300, 500
+    has = np.flatnonzero(rng.uniform(size=m) < (0.0 if layout == "empty" else 0.4))
+    rows = {"scattered": rng.permutation(cap)[:len(has)], "packed": np.arange(len(has)),
+            "reversed": np.arange(len(has))[::-1],
+            "rotated": (np.arange(len(has)) + 1) % max(1, len(has))}[
+        "scattered" if layout == "empty" else layout]
+    slot = np.full(m, -1, np.int32)
+    slot[has] = rows
+    state = rng.normal(size=(cap, NCOLS))
+    expect = state[slot[has]].copy()
+    free = np.zeros(cap, np.int32)
+    before = slot.copy()
+    # rotated: one row out of sequence, moved only when any is enough (one long cycle)
+    moved = rebuild.pack_pool(state, slot, free, 0.0 if layout == "rotated" else 0.05)
+    assert moved == (layout in ("scattered", "reversed", "rotated"))   # packed: as it was
+    used = len(has)
+    if not moved:
+        np.testing.assert_array_equal(slot, before)
+        assert state[:used].tobytes() == expect.tobytes()
+        return
+    np.testing.assert_array_equal(slot[has], np.arange(used))
+    np.testing.assert_array_equal(np.delete(slot, has), -1)
+    assert state[:used].tobytes() == expect.tobytes()
+    np.testing.assert_array_equal(free[:cap - used], np.arange(used, cap)[::-1])
 
 
 def test_carry_rows_last_of_equal_keys_wins():
