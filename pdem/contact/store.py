@@ -100,16 +100,15 @@ class ContactBatch:
         """Copy the rows of contacts active in `old` whose key is also here (where old
         rows share a key, the last one). One merge of the two key-sorted lists
         (pyx/rebuild.pyx); a list not stored in key order is sorted first. A pooled
-        batch carried from a pooled batch takes over its pool (the rows stay where they
-        are, moved within it into the new list's order once they are scattered:
-        rebuild.pack_pool), unless
+        batch carried from a pooled batch takes over its pool (its rows moved within it
+        into the new list's order once they are scattered: rebuild.pack_pool), unless
         the pool holds over twice its contacts (+1024 rows); otherwise it gets a pool of
         the copied rows plus a quarter for contacts to come."""
         if self.slot is not None:
             n_old = int(np.count_nonzero(old.active)) if len(self) else 0
             if old.slot is not None and len(old.state) <= 2 * n_old + 1024:
-                # the old pool as it is (not too large for its contacts): only the
-                # rows' slots move (no copy of the state, no fresh pages)
+                # the old pool (not too large for its contacts): the slots move, and
+                # the rows in place if scattered (no second pool, no fresh pages)
                 free = np.empty_like(old.free)
                 used = _r.carry_slots(self.key, old.key, old.active, old.slot, self.active,
                                       self.slot, free)
