@@ -128,9 +128,9 @@ class ParticleStore:
     def enable(self, names):
         """Hold the OPTIONAL fields `names` from now on (zero for the particles already
         here); every rank must enable the same fields."""
-        for name in names:
-            if name not in self.f:
-                self.f[name] = self.__dict__[name] = empty_fields(self.n, [name])[name]
+        missing = [name for name in names if name not in self.f]
+        if missing:                     # through the `f` setter: the attributes follow
+            self.f = {**self.f, **empty_fields(self.n, missing)}
 
     def append_owned(self, new):
         """Add owned particles (ghosts are dropped; the next rebuild recreates them);
