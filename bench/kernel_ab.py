@@ -11,13 +11,13 @@ noise mostly adds time). Also checks that both builds leave the same rows and su
 (MAIN.so: e.g. a copy of another tree's pdem/_kernels/contacts*.so.) The run restarts
 from the checkpoint, makes `--steps` steps, then times with the in-pass sums on:
 `sphere_sphere` on all candidates (pooled rows, as in a step), on the touching pairs
-alone and on the candidates that do not touch alone (rows per pair), and
-`sphere_plane` on the floor rows. With `--segments N`, then the real step: the
-simulation runs on, the two builds' kernels swapped in (pdem.contact.kinds) for
-alternate segments of `--segment-steps` steps (both give the same bits, so the
-trajectory is one), and the contact phase (sim.timers) and the process CPU time of a
-segment are compared, and each kind's `compute` (pair, plane, ...): fastest segment,
-medians and the median of the paired ratios."""
+alone (rows per pair) and on the candidates that do not touch alone (pooled, without
+rows, as in a step), and `sphere_plane` on the floor rows. With `--segments N`, then
+the real step: the simulation runs on, the two builds' kernels swapped in
+(pdem.contact.kinds) for alternate segments of `--segment-steps` steps (both give the
+same bits, so the trajectory is one), and the contact phase (sim.timers) and the
+process CPU time of a segment are compared, and each kind's `compute` (pair, plane,
+...): fastest segment, medians and the median of the paired ratios."""
 import argparse
 import importlib.util
 import os
@@ -38,11 +38,16 @@ def load(path, tag):
 
 
 class Pool:
-    """The pooled batch's arrays that sphere_sphere reads and writes (a copy)."""
+    """The pooled batch's arrays that sphere_sphere reads and writes (a copy); with
+    `pairs`, those pairs without rows (the candidates that do not touch, as in a step)."""
 
-    def __init__(self, b):
-        self.state, self.slot = b.state.copy(), b.slot.copy()
-        self.free, self.n_free, self.active = b.free.copy(), b.n_free, b.active.copy()
+    def __init__(self, b, pairs=None):
+        if pairs is None:
+            self.state, self.slot = b.state.copy(), b.slot.copy()
+            self.free, self.n_free, self.active = b.free.copy(), b.n_free, b.active.copy()
+        else:
+            self.state, self.slot = np.zeros((1, b.state.shape[1])), np.full(len(pairs), -1, np.int32)
+            self.free, self.n_free, self.active = np.zeros(1, np.int32), 0, b.active[pairs].copy()
 
 
 def main():
@@ -69,7 +74,7 @@ def main():
 
     def arrays():
         return dict(all=Pool(b), touch=(b.active[touch].copy(), b.state[b.slot[touch]].copy()),
-                    far=(b.active[far].copy(), np.zeros((len(far), b.state.shape[1]))),
+                    far=Pool(b, far),
                     plane=(wb.active.copy(), wb.state.copy()),
                     f=np.zeros((st.n_own, 3)), t=np.zeros((st.n_own, 3)))
     data = [arrays(), arrays()]
@@ -80,11 +85,17 @@ def main():
         if kind == "all":
             p = d["all"]
             return mod.sphere_sphere(b.i1, b.i2, *common, p.active, p.state, 1, pk.owner1,
-                                     pk.owner2, d["f"], d["t"], periodic=True, pool=p)
-        if kind in ("touch", "far"):
-            k = touch if kind == "touch" else far
-            return mod.sphere_sphere(b.i1[k], b.i2[k], *common, *d[kind], 1, pk.owner1[k],
-                                     pk.owner2[k], d["f"], d["t"], periodic=True)
+                                     pk.owner2, d["f"], d["t"], periodic=True, pool=p,
+                                     image_from=pk.image_from)
+        if kind == "far":
+            p = d["far"]
+            return mod.sphere_sphere(b.i1[far], b.i2[far], *common, p.active, p.state, 1,
+                                     pk.owner1[far], pk.owner2[far], d["f"], d["t"],
+                                     periodic=True, pool=p, image_from=pk.image_from)
+        if kind == "touch":
+            return mod.sphere_sphere(b.i1[touch], b.i2[touch], *common, *d[kind], 1,
+                                     pk.owner1[touch], pk.owner2[touch], d["f"], d["t"],
+                                     periodic=True, image_from=pk.image_from)
         return mod.sphere_plane(wb.i1, wb.i2, st.pos, st.vel, st.angvel, st.radius, st.mass,
                                 st.material, sim.planes.point, sim.planes.normal,
                                 sim.planes.vel, sim.planes.material, table, nmat, sim.dt,

@@ -75,6 +75,7 @@ class Cell:
         self.controller = None           # {"stress": {...}, "strain_rate": {...}, ...}
         self._build_matrix = self.matrix.copy()
         self.flipped = False
+        self._kernel_of = None           # the H of the cached kernel array (`kernel`)
 
     # ------------------------------------------------------------------ state
     @property
@@ -275,8 +276,12 @@ class Cell:
     def kernel(self):
         """The kernels' cell array (6, 3): H, then L H_prev (the velocity of each cell
         vector): a pair's image difference i shifts particle 2 by H i and its velocity by
-        L H_prev i (vecmath.pxd image_shift, image_velocity)."""
-        return np.concatenate((self.matrix, self.image_velocity))
+        L H_prev i (vecmath.pxd image_shift, image_velocity). A fixed cell's is made once
+        per H (the `matrix` setter replaces H); a deforming cell's at every call."""
+        if self.deforming or self._kernel_of is not self._H:
+            self._kernel = np.concatenate((self._H, self.image_velocity))
+            self._kernel_of = self._H
+        return self._kernel
 
     def wrap(self, pos, vel):
         """Wrap positions into the cell in reduced coordinates on periodic axes (only the

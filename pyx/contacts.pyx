@@ -37,7 +37,11 @@ from laws cimport jkr_radius, law_eval, law_plain, law_hooke, P_NCOLS, P_NORMAL,
     E_TANGENT, E_DAMP, E_FRIC, E_ROLL, E_WALL
 from omp cimport pdem_omp_max_threads, pdem_omp_available
 from worst_overlap cimport worst_init, pick_worst
+from arrays cimport data, rows, F64, I32, I8
+cimport numpy as cnp
 import numpy as np
+
+cnp.import_array()         # numpy's C API, for arrays.pxd
 
 
 def state_columns():
@@ -75,20 +79,6 @@ cdef inline void add_row(double* f, double* t, const double* row, int side, doub
         add_ft(f, t, vld(row + S_FORCE), -1.0, t1)
     else:
         add_ft(f, t, vld(row + S_FORCE), 1.0, t2)
-
-
-cdef int _sums_args(int nt, object f_out, object t_out, object o1, object o2,
-                    Py_ssize_t m, Py_ssize_t n_particles) except -1:
-    """Check the optional in-pass sum arguments; returns 1 when they are given."""
-    if f_out is None and t_out is None and o1 is None and o2 is None:
-        return 0
-    if f_out is None or t_out is None or o1 is None or o2 is None:
-        raise ValueError("in-pass sums need all of f_out, t_out and the owner arrays")
-    if len(o1) != m or len(o2) != m:
-        raise ValueError("owner arrays: %d and %d entries for %d contacts" % (len(o1), len(o2), m))
-    if f_out.shape[0] != t_out.shape[0] or f_out.shape[0] > n_particles:
-        raise ValueError("f_out and t_out must both be (n_own, 3)")
-    return 1
 
 
 # Sphere-sphere pairs in vector blocks. A scalar pass screens the candidates and copies
@@ -163,7 +153,7 @@ cdef struct Bodies:
     const int* material
     const double* pair_table
     int n_materials
-    const unsigned char* plain  # per pair-table row: law_plain and no energy tracking
+    unsigned char* plain  # per pair-table row: law_plain and no energy tracking
     bint periodic         # any periodic axis: positions need their images' shift
     int image_from        # rows below it have zero images (owned rows after a build)
     bint sticky           # some pair law keeps contacts beyond touching (JKR: P_REACH)
@@ -176,6 +166,31 @@ cdef struct Sums:
     const int* owner2
     double* f
     double* t
+
+
+cdef int _sums_args(Sums* S, object f_out, object t_out, object o1, object o2,
+                    Py_ssize_t m, Py_ssize_t n_particles) except -1:
+    """The optional in-pass sum arguments into S (o1 None: the owner of body 2 only, a
+    wall kernel); returns 1 when they are given, else 0 (S all NULL)."""
+    S.owner1 = S.owner2 = NULL
+    S.f = S.t = NULL
+    if f_out is None and t_out is None and o2 is None:
+        return 0
+    if f_out is None or t_out is None or o2 is None:
+        raise ValueError("in-pass sums need all of f_out, t_out and the owner arrays")
+    S.owner2 = <const int*>data(o2, "owner2", I32, 1, 0, False)
+    if o1 is not None:
+        S.owner1 = <const int*>data(o1, "owner1", I32, 1, 0, False)
+    for o in (o1, o2):
+        if o is not None and rows(o) != m:
+            raise ValueError("owner arrays: %d entries for %d contacts" % (rows(o), m))
+    S.f = <double*>data(f_out, "f_out", F64, 2, 3, True)
+    S.t = <double*>data(t_out, "t_out", F64, 2, 3, True)
+    if rows(f_out) != rows(t_out) or rows(f_out) > n_particles:
+        raise ValueError("f_out and t_out must both be (n_own, 3)")
+    if rows(f_out) == 0:
+        S.f = S.t = NULL
+    return 1
 
 
 cdef struct Block:
@@ -194,10 +209,10 @@ cdef inline bint held(const double* P, double r1, double r2, double gap) noexcep
     return P[P_REACH] > 0.0 and gap < P[P_REACH] * cbrt(reff)
 
 
-cdef bint any_reach(const double[:, ::1] pair_table) noexcept:
+cdef bint any_reach(const double* pair_table, Py_ssize_t n_rows) noexcept:
     cdef Py_ssize_t i
-    for i in range(pair_table.shape[0]):
-        if pair_table[i, P_REACH] > 0.0:
+    for i in range(n_rows):
+        if pair_table[i * P_NCOLS + P_REACH] > 0.0:
             return True
     return False
 
@@ -434,16 +449,19 @@ cdef int settle(object pool, Fresh* fr, int nt) except -1:
     threads go into `pool` (pdem.contact.store.ContactBatch: state, slot, free, n_free;
     the pool grows when it has too few free rows), then are freed."""
     cdef int t
-    cdef Py_ssize_t j, n_new = 0, n_free, cap, grow
+    cdef Py_ssize_t j, n_new = 0, n_freed = 0, n_free, cap, grow
     cdef bint failed = False
     cdef int[::1] free_rows, slot
     cdef double[:, ::1] state
     try:
         for t in range(nt):
             n_new += fr[t].n
+            n_freed += fr[t].n_freed
             failed = failed or fr[t].failed
         if failed:
             raise MemoryError("contact state pool: out of memory")
+        if n_new == 0 and n_freed == 0:
+            return 0
         free_rows = pool.free
         n_free = pool.n_free
         for t in range(nt):
@@ -681,51 +699,39 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
         block_finish(nb, &blk, law, B, dt, flags, active, state, slot, fr, worst, S)
 
 
-cdef object plain_rows(const double[:, ::1] pair_table, object energy):
-    """Per pair-table row, 1 when its pairs can take the vector blocks' law (laws.pxd
-    law_plain, and no energy tracking)."""
-    out = np.zeros(max(1, pair_table.shape[0]), np.uint8)
-    cdef Py_ssize_t i
-    if energy is None:
-        for i in range(pair_table.shape[0]):
-            out[i] = law_plain(&pair_table[i, 0])
-    return out
-
-
-cdef int bodies_init(Bodies* B, const double[:, ::1] pos, const double[:, ::1] vel,
-                     const double[:, ::1] angvel, const double[::1] radius,
-                     const double[::1] mass, const int[::1] material,
-                     const double[:, ::1] pair_table, int n_materials,
-                     double[:, ::1] energy, Py_ssize_t m, const unsigned char[::1] plain) except -1:
-    """The particle arrays and laws of a kernel call (m > 0 rows) into B (plain:
-    plain_rows of the call, kept alive by the caller)."""
-    B.plain = &plain[0]
-    B.pos = &pos[0, 0]
-    B.vel = &vel[0, 0]
-    B.angvel = &angvel[0, 0]
-    B.radius = &radius[0]
-    B.mass = &mass[0]
-    B.material = &material[0]
-    B.pair_table = &pair_table[0, 0]
+cdef int bodies_init(Bodies* B, object pos, object vel, object angvel, object radius,
+                     object mass, object material, object pair_table, int n_materials,
+                     object energy, Py_ssize_t m) except -1:
+    """The particle arrays and laws of a kernel call (m > 0 rows) into B; B.plain is
+    malloc'ed (the caller frees it): per pair-table row, 1 when its pairs can take the
+    vector blocks' law (laws.pxd law_plain, and no energy tracking)."""
+    cdef Py_ssize_t i, n_rows
+    B.pos = <const double*>data(pos, "pos", F64, 2, 3, False)
+    B.vel = <const double*>data(vel, "vel", F64, 2, 3, False)
+    B.angvel = <const double*>data(angvel, "angvel", F64, 2, 3, False)
+    B.radius = <const double*>data(radius, "radius", F64, 1, 0, False)
+    B.mass = <const double*>data(mass, "mass", F64, 1, 0, False)
+    B.material = <const int*>data(material, "material", I32, 1, 0, False)
+    B.pair_table = <const double*>data(pair_table, "pair_table", F64, 2, P_NCOLS, False)
+    n_rows = rows(pair_table)
     B.n_materials = n_materials
-    B.sticky = any_reach(pair_table)
+    B.sticky = any_reach(B.pair_table, n_rows)
     B.energy = _energy_rows(energy, m)
     B.image_from = 0
+    B.plain = <unsigned char*>malloc(max(1, n_rows))
+    if B.plain == NULL:
+        raise MemoryError()
+    for i in range(n_rows):
+        B.plain[i] = law_plain(B.pair_table + i * P_NCOLS) if energy is None else 0
     return 0
 
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-def sphere_sphere(const int[::1] i1, const int[::1] i2,
-                  const double[:, ::1] pos, const int[:, ::1] image, const double[:, ::1] cell,
-                  const double[:, ::1] vel, const double[:, ::1] angvel,
-                  const double[::1] radius, const double[::1] mass, const int[::1] material,
-                  const double[:, ::1] pair_table, int n_materials,
-                  double dt, int flags,
-                  signed char[::1] active, double[:, ::1] state, int n_threads,
-                  const int[::1] owner1=None, const int[::1] owner2=None,
-                  double[:, ::1] f_out=None, double[:, ::1] t_out=None, bint periodic=True,
-                  bint blocks=True, double[:, ::1] energy=None, pool=None, int image_from=0):
+def sphere_sphere(i1, i2, pos, image, cell, vel, angvel, radius, mass, material, pair_table,
+                  int n_materials, double dt, int flags, active, state, int n_threads,
+                  owner1=None, owner2=None, f_out=None, t_out=None, bint periodic=True,
+                  bint blocks=True, energy=None, pool=None, int image_from=0):
     """Update every candidate pair of the batch; returns (max overlap / smaller radius, pair).
 
     In-pass sums: with owner1, owner2, f_out, t_out as for `scatter`, f_out and t_out are
@@ -742,52 +748,58 @@ def sphere_sphere(const int[::1] i1, const int[::1] i2,
     energy: None, or (m, E_NCOLS): each touching pair's energy terms (pyx/laws.pxd E_*;
     energy tracking, docs/energy.md); the rows of the other pairs are not written.
     pool: a pooled batch (pdem.contact.store) whose pool `state` is: the pairs' rows are
-    state[pool.slot]; the pairs that form get rows of the pool, which grows if needed."""
-    cdef Py_ssize_t m = i1.shape[0], n = pos.shape[0]
+    state[pool.slot]; the pairs that form get rows of the pool, which grows if needed.
+    The arrays are ndarrays of the types and shapes of pdem.particles.ParticleStore and
+    pdem.contact.store (arrays.pxd `data`: no typed memoryviews, whose set-up would cost
+    more than the kernel's work on a few hundred contacts)."""
+    cdef const int* pi1 = <const int*>data(i1, "i1", I32, 1, 0, False)
+    cdef const int* pi2 = <const int*>data(i2, "i2", I32, 1, 0, False)
+    cdef signed char* pactive = <signed char*>data(active, "active", I8, 1, 0, True)
+    cdef double* pstate = <double*>data(state, "state", F64, 2, S_NCOLS, True)
+    cdef Py_ssize_t m = rows(i1), n_state = rows(state)
     cdef int t, nt = max(1, n_threads)
-    cdef int sums = _sums_args(nt, f_out, t_out, owner1, owner2, m, n)
-    cdef double[:, ::1] worst = worst_init(nt)
     cdef Bodies B
     cdef Sums S
-    cdef int[::1] slot = None if pool is None else pool.slot
+    cdef double[:, ::1] worst = worst_init(nt)
+    cdef int* pslot = NULL
     cdef Fresh* fresh = NULL
-    if cell.shape[0] != 6 or cell.shape[1] != 3:
+    data(pos, "pos", F64, 2, 3, False)
+    _sums_args(&S, f_out, t_out, owner1, owner2, m, rows(pos))
+    B.image = <const int*>data(image, "image", I32, 2, 3, False)
+    B.cell = <const double*>data(cell, "cell", F64, 2, 3, False)
+    if rows(cell) != 6:
         raise ValueError("cell must be (6, 3): H, then L H (pdem.cell.fixed_cell for a box)")
-    if sums:
-        f_out[:, :] = 0.0
-        t_out[:, :] = 0.0
+    if S.f != NULL:
+        memset(S.f, 0, rows(f_out) * 3 * sizeof(double))
+        memset(S.t, 0, rows(t_out) * 3 * sizeof(double))
     if m == 0:
         return pick_worst(worst)
-    if pool is not None and (state.shape[0] != pool.state.shape[0] or slot.shape[0] < m):
-        raise ValueError("pooled pairs: state must be the pool's, a slot per pair")
-    if (i2.shape[0] < m or active.shape[0] < m or (state.shape[0] < m and pool is None)
-            or state.shape[1] != S_NCOLS or pair_table.shape[1] != P_NCOLS):
-        raise ValueError("pair arrays: %d pairs, state (%d, %d), pair table width %d"
-                         % (m, state.shape[0], state.shape[1], pair_table.shape[1]))
-    plain = plain_rows(pair_table, energy)
-    bodies_init(&B, pos, vel, angvel, radius, mass, material, pair_table, n_materials,
-                energy, m, plain)
-    B.image = &image[0, 0]
-    B.cell = &cell[0, 0]
-    B.moving = cell_moving(B.cell)
-    B.periodic = periodic
-    B.image_from = max(0, image_from)
-    S.owner1 = &owner1[0] if sums else NULL
-    S.owner2 = &owner2[0] if sums else NULL
-    S.f = &f_out[0, 0] if sums and f_out.shape[0] else NULL
-    S.t = &t_out[0, 0] if sums and t_out.shape[0] else NULL
     if pool is not None:
-        fresh = <Fresh*>malloc(nt * sizeof(Fresh))
-        if fresh == NULL:
-            raise MemoryError()
-        memset(fresh, 0, nt * sizeof(Fresh))
-    for t in prange(nt, nogil=True, schedule='static', num_threads=nt):
-        pair_range(m * t // nt, m * (t + 1) // nt, &i1[0], &i2[0], &B, dt, flags, &active[0],
-                   &state[0, 0] if state.shape[0] else zero_row,
-                   &slot[0] if fresh != NULL else NULL, fresh + t if fresh != NULL else NULL,
-                   &worst[t, 0], &S, blocks)
-    if fresh != NULL:
-        settle(pool, fresh, nt)
+        pslot = <int*>data(pool.slot, "pool.slot", I32, 1, 0, True)
+        if len(pool.state) != n_state or rows(pool.slot) < m:
+            raise ValueError("pooled pairs: state must be the pool's, a slot per pair")
+    if rows(i2) < m or rows(active) < m or (n_state < m and pool is None):
+        raise ValueError("pair arrays: %d pairs, i2 %d, active %d, state %d rows"
+                         % (m, rows(i2), rows(active), n_state))
+    bodies_init(&B, pos, vel, angvel, radius, mass, material, pair_table, n_materials,
+                energy, m)
+    try:
+        B.moving = cell_moving(B.cell)
+        B.periodic = periodic
+        B.image_from = max(0, image_from)
+        if pool is not None:
+            fresh = <Fresh*>malloc(nt * sizeof(Fresh))
+            if fresh == NULL:
+                raise MemoryError()
+            memset(fresh, 0, nt * sizeof(Fresh))
+        for t in prange(nt, nogil=True, schedule='static', num_threads=nt):
+            pair_range(m * t // nt, m * (t + 1) // nt, pi1, pi2, &B, dt, flags, pactive,
+                       pstate if n_state else zero_row, pslot,
+                       fresh + t if fresh != NULL else NULL, &worst[t, 0], &S, blocks)
+        if fresh != NULL:
+            settle(pool, fresh, nt)
+    finally:
+        free(B.plain)
     return pick_worst(worst)
 
 
@@ -929,17 +941,10 @@ cdef void plane_range(Py_ssize_t k0, Py_ssize_t k1, const Bodies* B, const Plane
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-def sphere_plane(const int[::1] particle, const int[::1] plane,
-                 const double[:, ::1] pos, const double[:, ::1] vel,
-                 const double[:, ::1] angvel, const double[::1] radius,
-                 const double[::1] mass, const int[::1] material,
-                 const double[:, ::1] plane_point, const double[:, ::1] plane_normal,
-                 const double[:, ::1] plane_vel, const int[::1] plane_material,
-                 const double[:, ::1] pair_table, int n_materials,
-                 double dt, int flags,
-                 signed char[::1] active, double[:, ::1] state, int n_threads,
-                 const int[::1] wall_owner=None, double[:, ::1] f_out=None,
-                 double[:, ::1] t_out=None, double[:, ::1] energy=None, bint blocks=True):
+def sphere_plane(particle, plane, pos, vel, angvel, radius, mass, material, plane_point,
+                 plane_normal, plane_vel, plane_material, pair_table, int n_materials,
+                 double dt, int flags, active, state, int n_threads, wall_owner=None,
+                 f_out=None, t_out=None, energy=None, bint blocks=True):
     """Plane = body 1 (equivalent sphere of radius 0 at the foot of the perpendicular,
     infinite mass, no rotation), sphere = body 2; the plane pushes along its normal.
     The touching rows go in vector blocks as sphere pairs do (blocks=False: one row at
@@ -949,47 +954,51 @@ def sphere_plane(const int[::1] particle, const int[::1] plane,
     `scatter`, each active contact is added to its particle (f_out, t_out are not zeroed)
     in contact order, as `scatter` does; on several threads wall_owner must be
     split_owners' (the shared particles' rows added after the call by
-    `add_wall_forces`)."""
-    cdef Py_ssize_t m = particle.shape[0]
+    `add_wall_forces`). The arrays: as for `sphere_sphere`."""
+    cdef const int* pparticle = <const int*>data(particle, "particle", I32, 1, 0, False)
+    cdef Py_ssize_t m = rows(particle)
     cdef int t, nt = max(1, n_threads)
-    cdef int sums = _sums_args(nt, f_out, t_out, wall_owner, wall_owner, m, pos.shape[0])
     cdef double[:, ::1] worst = worst_init(nt)
     cdef Bodies B
     cdef Planes W
     cdef Sums S
+    cdef signed char* pactive
+    cdef double* pstate
+    data(pos, "pos", F64, 2, 3, False)
+    _sums_args(&S, f_out, t_out, None, wall_owner, m, rows(pos))
     if m == 0:
         return pick_worst(worst)
-    if (plane.shape[0] < m or active.shape[0] < m or state.shape[0] < m
-            or state.shape[1] != S_NCOLS or pair_table.shape[1] != P_NCOLS):
-        raise ValueError("plane rows: %d rows, state (%d, %d), pair table width %d"
-                         % (m, state.shape[0], state.shape[1], pair_table.shape[1]))
-    plain = plain_rows(pair_table, energy)
+    W.particle = pparticle
+    W.plane = <const int*>data(plane, "plane", I32, 1, 0, False)
+    W.point = <const double*>data(plane_point, "plane_point", F64, 2, 3, False)
+    W.normal = <const double*>data(plane_normal, "plane_normal", F64, 2, 3, False)
+    W.vel = <const double*>data(plane_vel, "plane_vel", F64, 2, 3, False)
+    W.material = <const int*>data(plane_material, "plane_material", I32, 1, 0, False)
+    pactive = <signed char*>data(active, "active", I8, 1, 0, True)
+    pstate = <double*>data(state, "state", F64, 2, S_NCOLS, True)
+    if rows(plane) < m or rows(active) < m or rows(state) < m:
+        raise ValueError("plane rows: %d rows, plane %d, active %d, state %d rows"
+                         % (m, rows(plane), rows(active), rows(state)))
     bodies_init(&B, pos, vel, angvel, radius, mass, material, pair_table, n_materials,
-                energy, m, plain)
-    W.particle = &particle[0]
-    W.plane = &plane[0]
-    W.point = &plane_point[0, 0]
-    W.normal = &plane_normal[0, 0]
-    W.vel = &plane_vel[0, 0]
-    W.material = &plane_material[0]
-    S.owner1 = NULL
-    S.owner2 = &wall_owner[0] if sums else NULL
-    S.f = &f_out[0, 0] if sums and f_out.shape[0] else NULL
-    S.t = &t_out[0, 0] if sums and t_out.shape[0] else NULL
-    for t in prange(nt, nogil=True, schedule='static', num_threads=nt):
-        plane_range(m * t // nt, m * (t + 1) // nt, &B, &W, dt, flags, &active[0],
-                    &state[0, 0], &worst[t, 0], &S, blocks)
+                energy, m)
+    try:
+        for t in prange(nt, nogil=True, schedule='static', num_threads=nt):
+            plane_range(m * t // nt, m * (t + 1) // nt, &B, &W, dt, flags, pactive, pstate,
+                        &worst[t, 0], &S, blocks)
+    finally:
+        free(B.plain)
     return pick_worst(worst)
 
 
-cdef double* _energy_rows(double[:, ::1] energy, Py_ssize_t m) except? NULL:
+cdef double* _energy_rows(object energy, Py_ssize_t m) except? NULL:
     """The energy rows of a kernel (NULL: tracking off)."""
     if energy is None or m == 0:
         return NULL
-    if energy.shape[0] < m or energy.shape[1] != E_NCOLS:
-        raise ValueError("energy rows: (%d, %d) for %d contacts of %d terms"
-                         % (energy.shape[0], energy.shape[1], m, E_NCOLS))
-    return &energy[0, 0]
+    if (not isinstance(energy, np.ndarray) or energy.ndim != 2 or energy.shape[0] < m
+            or energy.shape[1] != E_NCOLS):
+        raise ValueError("energy rows: %r for %d contacts of %d terms"
+                         % (getattr(energy, "shape", energy), m, E_NCOLS))
+    return <double*>data(energy, "energy", F64, 2, E_NCOLS, True)
 
 
 def energy_columns():

@@ -4,6 +4,10 @@ image of this rank takes its source row's values; rows for another rank are pack
 one message and unpacked from one."""
 cimport cython
 from prefetch cimport prefetch
+from arrays cimport data, rows, width, F64, I64
+cimport numpy as cnp
+
+cnp.import_array()         # numpy's C API, for arrays.pxd
 
 cdef enum:
     AHEAD = 16          # rows: the sources are scattered and cold after the contact phase
@@ -19,34 +23,42 @@ cdef inline void copy_row(double* dst, const double* src, Py_ssize_t w) noexcept
             dst[c] = src[c]
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
-def gather_rows(double[:, ::1] out, Py_ssize_t col, const double[:, ::1] a,
-                const long[::1] src, const long[::1] dst=None):
+def gather_rows(out, Py_ssize_t col, a, src, dst=None):
     """out[dst[k], col:col + width of a] = a[src[k]] for k in order (out may be a: a
     periodic image, whose source may be an earlier copy); without dst, row k of out (a
-    message to another rank)."""
-    cdef Py_ssize_t k, n = src.shape[0], w = a.shape[1]
-    cdef bint rows = dst is not None
+    message to another rank). out and a: float64 (n, w) arrays, src and dst int64
+    (arrays.pxd data; the rows are the caller's, unchecked as they were)."""
+    cdef double* o = <double*>data(out, "out", F64, 2, -1, True)
+    cdef const double* x = <const double*>data(a, "a", F64, 2, -1, False)
+    cdef const long* s = <const long*>data(src, "src", I64, 1, 0, False)
+    cdef const long* d = NULL if dst is None else <const long*>data(dst, "dst", I64, 1, 0, False)
+    cdef Py_ssize_t k, n = rows(src), w = width(a), wo = width(out)
     if n == 0 or w == 0:
         return
+    if col < 0 or col + w > wo or (d != NULL and rows(dst) < n):
+        raise ValueError("gather_rows: columns %d + %d of %d, %d sources, %d targets"
+                         % (col, w, wo, n, rows(dst) if d != NULL else n))
     with nogil:
         for k in range(n):
             if k + AHEAD < n:
-                prefetch(&a[src[k + AHEAD], 0])
-            if rows:
-                copy_row(&out[dst[k], col], &a[src[k], 0], w)
+                prefetch(x + s[k + AHEAD] * w)
+            if d != NULL:
+                copy_row(o + d[k] * wo + col, x + s[k] * w, w)
             else:
-                copy_row(&out[k, col], &a[src[k], 0], w)
+                copy_row(o + k * wo + col, x + s[k] * w, w)
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
-def unpack_rows(double[:, ::1] a, Py_ssize_t first, const double[:, ::1] buf, Py_ssize_t col):
-    """a[first + k] = buf[k, col:col + width of a]: a message from another rank."""
-    cdef Py_ssize_t k, n = buf.shape[0], w = a.shape[1]
+def unpack_rows(a, Py_ssize_t first, buf, Py_ssize_t col):
+    """a[first + k] = buf[k, col:col + width of a]: a message from another rank (float64
+    (n, w) arrays, arrays.pxd data)."""
+    cdef double* x = <double*>data(a, "a", F64, 2, -1, True)
+    cdef const double* b = <const double*>data(buf, "buf", F64, 2, -1, False)
+    cdef Py_ssize_t k, n = rows(buf), w = width(a), wb = width(buf)
     if n == 0 or w == 0:
         return
+    if first < 0 or first + n > rows(a) or col < 0 or col + w > wb:
+        raise ValueError("unpack_rows: rows %d + %d of %d, columns %d + %d of %d"
+                         % (first, n, rows(a), col, w, wb))
     with nogil:
         for k in range(n):
-            copy_row(&a[first + k, 0], &buf[k, col], w)
+            copy_row(x + (first + k) * w, b + k * wb + col, w)

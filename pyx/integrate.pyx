@@ -20,6 +20,10 @@ from cython.parallel cimport prange
 from libc.math cimport isfinite, sqrt, sin, cos
 from libc.stdlib cimport malloc, free
 from vecmath cimport quat, qmul, qrenorm, in_series, half_cos_series, half_sinc_series
+from arrays cimport data, rows, F64, U8
+cimport numpy as cnp
+
+cnp.import_array()         # numpy's C API, for arrays.pxd
 
 
 cdef enum:
@@ -121,35 +125,41 @@ cdef inline double kick_block(double* vel, double* w, const double* force,
     return check
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
-def drift(double[:, ::1] pos, const double[:, ::1] vel, const double[:, ::1] angvel,
-          double[:, ::1] orient, const double[:, ::1] pos_at_build, double dt, int n_own,
-          int n_threads):
+cdef double* rows_of(object a, str name, Py_ssize_t n, Py_ssize_t cols, bint writable) except NULL:
+    """The data of the (n_own or more, cols) float64 array `a` (arrays.pxd data)."""
+    cdef double* p = <double*>data(a, name, F64, 2 if cols else 1, cols, writable)
+    if rows(a) < n:
+        raise ValueError("%s: %d rows for %d particles" % (name, rows(a), n))
+    return p
+
+
+def drift(pos, vel, angvel, orient, pos_at_build, double dt, int n_own, int n_threads):
     """Advance positions and orientations; return the largest squared displacement
-    since the last neighbor-list build (the rebuild criterion; NaN if any is NaN)."""
+    since the last neighbor-list build (the rebuild criterion; NaN if any is NaN).
+    The arrays: the store's (n, 3) and (n, 4) float64 fields (arrays.pxd data)."""
     cdef Py_ssize_t k, nb = (n_own + BLOCK - 1) // BLOCK
     cdef int nt = max(1, n_threads)
     cdef double worst = 0.0
     cdef double* per_block
     if n_own <= 0:
         return 0.0
+    cdef double* x = rows_of(pos, "pos", n_own, 3, True)
+    cdef const double* v = rows_of(vel, "vel", n_own, 3, False)
+    cdef const double* w = rows_of(angvel, "angvel", n_own, 3, False)
+    cdef double* q = rows_of(orient, "orient", n_own, 4, True)
+    cdef const double* base = rows_of(pos_at_build, "pos_at_build", n_own, 3, False)
     per_block = <double*>malloc(nb * sizeof(double))
     if per_block == NULL:
         raise MemoryError()
     for k in prange(nb, nogil=True, schedule='static', num_threads=nt):
-        per_block[k] = drift_block(&pos[0, 0], &vel[0, 0], &angvel[0, 0], &orient[0, 0],
-                                   &pos_at_build[0, 0], dt, k * BLOCK,
-                                   min(n_own, (k + 1) * BLOCK))
+        per_block[k] = drift_block(x, v, w, q, base, dt, k * BLOCK, min(n_own, (k + 1) * BLOCK))
     for k in range(nb):
         worst_of(per_block[k], &worst)
     free(per_block)
     return worst
 
 
-cdef kick_rows(double[:, ::1] vel, double[:, ::1] angvel, const double[:, ::1] force,
-               const double[:, ::1] torque, const double[::1] mass, const double[::1] inertia,
-               const unsigned char[::1] blocked, const double[::1] gravity, double dt,
+cdef kick_rows(vel, angvel, force, torque, mass, inertia, blocked, gravity, double dt,
                int n_own, int n_threads, const double* pos, const double* base):
     """(first particle with a non-finite new velocity or -1, the next drift's largest
     squared displacement from base when pos is given)."""
@@ -158,17 +168,26 @@ cdef kick_rows(double[:, ::1] vel, double[:, ::1] angvel, const double[:, ::1] f
     cdef double check = 0.0, worst = 0.0
     cdef double gdt[3]
     cdef double* per_block
+    cdef const double* g = rows_of(gravity, "gravity", 3, 0, False)
     for d in range(3):
-        gdt[d] = gravity[d] * dt
+        gdt[d] = g[d] * dt
     if n_own <= 0:
         return -1, 0.0
+    cdef double* v = rows_of(vel, "vel", n_own, 3, True)
+    cdef double* w = rows_of(angvel, "angvel", n_own, 3, True)
+    cdef const double* f = rows_of(force, "force", n_own, 3, False)
+    cdef const double* t = rows_of(torque, "torque", n_own, 3, False)
+    cdef const double* m = rows_of(mass, "mass", n_own, 0, False)
+    cdef const double* inert = rows_of(inertia, "inertia", n_own, 0, False)
+    cdef const unsigned char* blk = <const unsigned char*>data(blocked, "blocked", U8, 1, 0, False)
+    if rows(blocked) < n_own:
+        raise ValueError("blocked: %d rows for %d particles" % (rows(blocked), n_own))
     per_block = <double*>malloc(nb * sizeof(double))
     if per_block == NULL:
         raise MemoryError()
     for k in prange(nb, nogil=True, schedule='static', num_threads=nt):
         per_block[k] = 0.0
-        check += kick_block(&vel[0, 0], &angvel[0, 0], &force[0, 0], &torque[0, 0],
-                            &mass[0], &inertia[0], &blocked[0], gdt, dt, k * BLOCK,
+        check += kick_block(v, w, f, t, m, inert, blk, gdt, dt, k * BLOCK,
                             min(n_own, (k + 1) * BLOCK), pos, base, &per_block[k])
     for k in range(nb):
         worst_of(per_block[k], &worst)
@@ -176,32 +195,23 @@ cdef kick_rows(double[:, ::1] vel, double[:, ::1] angvel, const double[:, ::1] f
     if check == 0.0:
         return -1, worst
     for i in range(n_own):
-        if not (isfinite(vel[i, 0]) and isfinite(vel[i, 1]) and isfinite(vel[i, 2])
-                and isfinite(angvel[i, 0]) and isfinite(angvel[i, 1])
-                and isfinite(angvel[i, 2])):
+        if not (isfinite(v[3 * i]) and isfinite(v[3 * i + 1]) and isfinite(v[3 * i + 2])
+                and isfinite(w[3 * i]) and isfinite(w[3 * i + 1]) and isfinite(w[3 * i + 2])):
             return i, worst
     return -1, worst
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
-def kick(double[:, ::1] vel, double[:, ::1] angvel, const double[:, ::1] force,
-         const double[:, ::1] torque, const double[::1] mass, const double[::1] inertia,
-         const unsigned char[::1] blocked, const double[::1] gravity, double dt, int n_own,
+def kick(vel, angvel, force, torque, mass, inertia, blocked, gravity, double dt, int n_own,
          int n_threads):
     """Advance velocities; return the index of the first particle whose new velocity
-    or angular velocity is not finite, or -1."""
+    or angular velocity is not finite, or -1. The arrays: the store's float64 fields,
+    blocked uint8, gravity (3,) (arrays.pxd data)."""
     return kick_rows(vel, angvel, force, torque, mass, inertia, blocked, gravity, dt, n_own,
                      n_threads, NULL, NULL)[0]
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
-def kick_and_predict(double[:, ::1] vel, double[:, ::1] angvel, const double[:, ::1] force,
-                     const double[:, ::1] torque, const double[::1] mass,
-                     const double[::1] inertia, const unsigned char[::1] blocked,
-                     const double[::1] gravity, double dt, int n_own, int n_threads,
-                     const double[:, ::1] pos, const double[:, ::1] pos_at_build):
+def kick_and_predict(vel, angvel, force, torque, mass, inertia, blocked, gravity, double dt,
+                     int n_own, int n_threads, pos, pos_at_build):
     """kick, and in the same pass the value the next drift will return (the largest
     squared displacement of x + v dt from pos_at_build, bit for bit): the rebuild
     decision of the next step rides on this step's reduction. Returns (kick's index,
@@ -209,4 +219,5 @@ def kick_and_predict(double[:, ::1] vel, double[:, ::1] angvel, const double[:, 
     if n_own <= 0:
         return -1, 0.0
     return kick_rows(vel, angvel, force, torque, mass, inertia, blocked, gravity, dt, n_own,
-                     n_threads, &pos[0, 0], &pos_at_build[0, 0])
+                     n_threads, rows_of(pos, "pos", n_own, 3, False),
+                     rows_of(pos_at_build, "pos_at_build", n_own, 3, False))
