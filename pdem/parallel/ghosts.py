@@ -67,6 +67,8 @@ class GhostExchange:
                     rows.append(np.take(src, sel))
                     images.append(img)
                     count = len(sel)
+                elif dest < 0 and source < 0:           # walls on both faces of this axis
+                    count = 0
                 else:
                     if dtype is None:
                         dtype = record_dtype(pool)
