@@ -14,7 +14,7 @@ cdef enum:
 
 
 cdef inline void* data(object a, str name, int typenum, int ndim, Py_ssize_t cols,
-                       bint writable) except NULL:
+                       bint writable) except? NULL:
     """The data of ndarray `a`: of numpy type `typenum`, `ndim` dimensions, the second of
     length `cols` when ndim is 2 (any length: cols -1), C-contiguous, aligned, in native byte order, writable
     when asked (what a typed memoryview `T[::1]` / `T[:, ::1]` accepts); otherwise a

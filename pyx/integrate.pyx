@@ -125,7 +125,7 @@ cdef inline double kick_block(double* vel, double* w, const double* force,
     return check
 
 
-cdef double* rows_of(object a, str name, Py_ssize_t n, Py_ssize_t cols, bint writable) except NULL:
+cdef double* rows_of(object a, str name, Py_ssize_t n, Py_ssize_t cols, bint writable) except? NULL:
     """The data of the (n_own or more, cols) float64 array `a` (arrays.pxd data)."""
     cdef double* p = <double*>data(a, name, F64, 2 if cols else 1, cols, writable)
     if rows(a) < n:
