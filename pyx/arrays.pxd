@@ -2,7 +2,7 @@
 # memoryview argument costs ~140 ns per call (a buffer request and a memoryview object),
 # ~20 of them are 3 us per call of the pair or plane kernel, as much as the kernel's
 # work on a few hundred contacts; these checks cost ~10 ns each. A module that cimports
-# this calls numpy's import_array (Cython does, when numpy is cimported).
+# this must call `cnp.import_array()` once at module level (numpy's C API table).
 cimport numpy as cnp
 
 cdef enum:
@@ -16,9 +16,9 @@ cdef enum:
 cdef inline void* data(object a, str name, int typenum, int ndim, Py_ssize_t cols,
                        bint writable) except? NULL:
     """The data of ndarray `a`: of numpy type `typenum`, `ndim` dimensions, the second of
-    length `cols` when ndim is 2 (any length: cols -1), C-contiguous, aligned, in native byte order, writable
-    when asked (what a typed memoryview `T[::1]` / `T[:, ::1]` accepts); otherwise a
-    ValueError naming the argument."""
+    length `cols` when ndim is 2 (any length: cols -1), C-contiguous, aligned, in native
+    byte order, writable when asked (what a typed memoryview `T[::1]` / `T[:, ::1]`
+    accepts); otherwise a ValueError naming the argument."""
     cdef cnp.ndarray arr
     if cnp.PyArray_Check(a):
         arr = <cnp.ndarray>a

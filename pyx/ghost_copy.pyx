@@ -2,7 +2,6 @@
 """The per-step ghost refresh (pdem/parallel/ghosts.py) without temporaries: a periodic
 image of this rank takes its source row's values; rows for another rank are packed into
 one message and unpacked from one."""
-cimport cython
 from prefetch cimport prefetch
 from arrays cimport data, rows, width, F64, I64
 cimport numpy as cnp
@@ -27,7 +26,7 @@ def gather_rows(out, Py_ssize_t col, a, src, dst=None):
     """out[dst[k], col:col + width of a] = a[src[k]] for k in order (out may be a: a
     periodic image, whose source may be an earlier copy); without dst, row k of out (a
     message to another rank). out and a: float64 (n, w) arrays, src and dst int64
-    (arrays.pxd data; the rows are the caller's, unchecked as they were)."""
+    (arrays.pxd data; the indices in src and dst are not checked)."""
     cdef double* o = <double*>data(out, "out", F64, 2, -1, True)
     cdef const double* x = <const double*>data(a, "a", F64, 2, -1, False)
     cdef const long* s = <const long*>data(src, "src", I64, 1, 0, False)

@@ -15,7 +15,6 @@ of the rotation's series) run in their own short loops over contiguous arrays, w
 the compiler vectorizes them; every value is the one a particle-by-particle loop
 gives (IEEE division is exact to the last bit in a vector lane too).
 """
-cimport cython
 from cython.parallel cimport prange
 from libc.math cimport isfinite, sqrt, sin, cos
 from libc.stdlib cimport malloc, free
@@ -125,9 +124,11 @@ cdef inline double kick_block(double* vel, double* w, const double* force,
     return check
 
 
-cdef double* rows_of(object a, str name, Py_ssize_t n, Py_ssize_t cols, bint writable) except? NULL:
-    """The data of the (n_own or more, cols) float64 array `a` (arrays.pxd data)."""
-    cdef double* p = <double*>data(a, name, F64, 2 if cols else 1, cols, writable)
+cdef void* rows_of(object a, str name, Py_ssize_t n, Py_ssize_t cols, bint writable,
+                   int typenum=F64) except? NULL:
+    """The data of array `a` of n or more rows (of `cols` columns; 0: one dimension) of
+    numpy type `typenum` (arrays.pxd data)."""
+    cdef void* p = data(a, name, typenum, 2 if cols else 1, cols, writable)
     if rows(a) < n:
         raise ValueError("%s: %d rows for %d particles" % (name, rows(a), n))
     return p
@@ -143,11 +144,12 @@ def drift(pos, vel, angvel, orient, pos_at_build, double dt, int n_own, int n_th
     cdef double* per_block
     if n_own <= 0:
         return 0.0
-    cdef double* x = rows_of(pos, "pos", n_own, 3, True)
-    cdef const double* v = rows_of(vel, "vel", n_own, 3, False)
-    cdef const double* w = rows_of(angvel, "angvel", n_own, 3, False)
-    cdef double* q = rows_of(orient, "orient", n_own, 4, True)
-    cdef const double* base = rows_of(pos_at_build, "pos_at_build", n_own, 3, False)
+    cdef double* x = <double*>rows_of(pos, "pos", n_own, 3, True)
+    cdef const double* v = <const double*>rows_of(vel, "vel", n_own, 3, False)
+    cdef const double* w = <const double*>rows_of(angvel, "angvel", n_own, 3, False)
+    cdef double* q = <double*>rows_of(orient, "orient", n_own, 4, True)
+    cdef const double* base = <const double*>rows_of(pos_at_build, "pos_at_build", n_own, 3,
+                                                     False)
     per_block = <double*>malloc(nb * sizeof(double))
     if per_block == NULL:
         raise MemoryError()
@@ -168,20 +170,21 @@ cdef kick_rows(vel, angvel, force, torque, mass, inertia, blocked, gravity, doub
     cdef double check = 0.0, worst = 0.0
     cdef double gdt[3]
     cdef double* per_block
-    cdef const double* g = rows_of(gravity, "gravity", 3, 0, False)
+    cdef const double* g = <const double*>data(gravity, "gravity", F64, 1, 0, False)
+    if rows(gravity) != 3:
+        raise ValueError("gravity: %d components, expected 3" % rows(gravity))
     for d in range(3):
         gdt[d] = g[d] * dt
     if n_own <= 0:
         return -1, 0.0
-    cdef double* v = rows_of(vel, "vel", n_own, 3, True)
-    cdef double* w = rows_of(angvel, "angvel", n_own, 3, True)
-    cdef const double* f = rows_of(force, "force", n_own, 3, False)
-    cdef const double* t = rows_of(torque, "torque", n_own, 3, False)
-    cdef const double* m = rows_of(mass, "mass", n_own, 0, False)
-    cdef const double* inert = rows_of(inertia, "inertia", n_own, 0, False)
-    cdef const unsigned char* blk = <const unsigned char*>data(blocked, "blocked", U8, 1, 0, False)
-    if rows(blocked) < n_own:
-        raise ValueError("blocked: %d rows for %d particles" % (rows(blocked), n_own))
+    cdef double* v = <double*>rows_of(vel, "vel", n_own, 3, True)
+    cdef double* w = <double*>rows_of(angvel, "angvel", n_own, 3, True)
+    cdef const double* f = <const double*>rows_of(force, "force", n_own, 3, False)
+    cdef const double* t = <const double*>rows_of(torque, "torque", n_own, 3, False)
+    cdef const double* m = <const double*>rows_of(mass, "mass", n_own, 0, False)
+    cdef const double* inert = <const double*>rows_of(inertia, "inertia", n_own, 0, False)
+    cdef const unsigned char* blk = <const unsigned char*>rows_of(blocked, "blocked", n_own, 0,
+                                                                 False, U8)
     per_block = <double*>malloc(nb * sizeof(double))
     if per_block == NULL:
         raise MemoryError()
@@ -219,5 +222,5 @@ def kick_and_predict(vel, angvel, force, torque, mass, inertia, blocked, gravity
     if n_own <= 0:
         return -1, 0.0
     return kick_rows(vel, angvel, force, torque, mass, inertia, blocked, gravity, dt, n_own,
-                     n_threads, rows_of(pos, "pos", n_own, 3, False),
-                     rows_of(pos_at_build, "pos_at_build", n_own, 3, False))
+                     n_threads, <const double*>rows_of(pos, "pos", n_own, 3, False),
+                     <const double*>rows_of(pos_at_build, "pos_at_build", n_own, 3, False))
