@@ -152,6 +152,7 @@ cdef struct Bodies:
     const double* mass
     const int* material
     const double* pair_table
+    Py_ssize_t n_rows     # of pair_table
     int n_materials
     unsigned char* plain  # per pair-table row: law_plain and no energy tracking
     bint periodic         # any periodic axis: positions need their images' shift
@@ -169,14 +170,14 @@ cdef struct Sums:
 
 
 cdef int _sums_args(Sums* S, object f_out, object t_out, object o1, object o2,
-                    Py_ssize_t m, Py_ssize_t n_particles) except -1:
-    """The optional in-pass sum arguments into S (o1 None: the owner of body 2 only, a
-    wall kernel); returns 1 when they are given, else 0 (S all NULL)."""
+                    Py_ssize_t m, Py_ssize_t n_particles, bint wall) except -1:
+    """The optional in-pass sum arguments into S, all NULL when none is given (wall: a
+    wall kernel, whose o1 is None: only body 2 has an owner)."""
     S.owner1 = S.owner2 = NULL
     S.f = S.t = NULL
-    if f_out is None and t_out is None and o2 is None:
+    if f_out is None and t_out is None and o1 is None and o2 is None:
         return 0
-    if f_out is None or t_out is None or o2 is None:
+    if f_out is None or t_out is None or o2 is None or (o1 is None) != wall:
         raise ValueError("in-pass sums need all of f_out, t_out and the owner arrays")
     S.owner2 = <const int*>data(o2, "owner2", I32, 1, 0, False)
     if o1 is not None:
@@ -190,7 +191,7 @@ cdef int _sums_args(Sums* S, object f_out, object t_out, object o1, object o2,
         raise ValueError("f_out and t_out must both be (n_own, 3)")
     if rows(f_out) == 0:
         S.f = S.t = NULL
-    return 1
+    return 0
 
 
 cdef struct Block:
@@ -702,10 +703,8 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
 cdef int bodies_init(Bodies* B, object pos, object vel, object angvel, object radius,
                      object mass, object material, object pair_table, int n_materials,
                      object energy, Py_ssize_t m) except -1:
-    """The particle arrays and laws of a kernel call (m > 0 rows) into B; B.plain is
-    malloc'ed (the caller frees it): per pair-table row, 1 when its pairs can take the
-    vector blocks' law (laws.pxd law_plain, and no energy tracking)."""
-    cdef Py_ssize_t i, n_rows
+    """The particle arrays and laws of a kernel call of m rows into B (B.plain NULL:
+    law_rows makes it)."""
     B.pos = <const double*>data(pos, "pos", F64, 2, 3, False)
     B.vel = <const double*>data(vel, "vel", F64, 2, 3, False)
     B.angvel = <const double*>data(angvel, "angvel", F64, 2, 3, False)
@@ -713,16 +712,24 @@ cdef int bodies_init(Bodies* B, object pos, object vel, object angvel, object ra
     B.mass = <const double*>data(mass, "mass", F64, 1, 0, False)
     B.material = <const int*>data(material, "material", I32, 1, 0, False)
     B.pair_table = <const double*>data(pair_table, "pair_table", F64, 2, P_NCOLS, False)
-    n_rows = rows(pair_table)
+    B.n_rows = rows(pair_table)
     B.n_materials = n_materials
-    B.sticky = any_reach(B.pair_table, n_rows)
+    B.sticky = any_reach(B.pair_table, B.n_rows)
     B.energy = _energy_rows(energy, m)
     B.image_from = 0
-    B.plain = <unsigned char*>malloc(max(1, n_rows))
+    B.plain = NULL
+    return 0
+
+
+cdef int law_rows(Bodies* B) except -1:
+    """B.plain, malloc'ed (the caller frees it): per pair-table row, 1 when its pairs can
+    take the vector blocks' law (laws.pxd law_plain, and no energy tracking)."""
+    cdef Py_ssize_t i
+    B.plain = <unsigned char*>malloc(max(1, B.n_rows))
     if B.plain == NULL:
         raise MemoryError()
-    for i in range(n_rows):
-        B.plain[i] = law_plain(B.pair_table + i * P_NCOLS) if energy is None else 0
+    for i in range(B.n_rows):
+        B.plain[i] = law_plain(B.pair_table + i * P_NCOLS) if B.energy == NULL else 0
     return 0
 
 
@@ -763,8 +770,9 @@ def sphere_sphere(i1, i2, pos, image, cell, vel, angvel, radius, mass, material,
     cdef double[:, ::1] worst = worst_init(nt)
     cdef int* pslot = NULL
     cdef Fresh* fresh = NULL
-    data(pos, "pos", F64, 2, 3, False)
-    _sums_args(&S, f_out, t_out, owner1, owner2, m, rows(pos))
+    bodies_init(&B, pos, vel, angvel, radius, mass, material, pair_table, n_materials,
+                energy, m)
+    _sums_args(&S, f_out, t_out, owner1, owner2, m, rows(pos), False)
     B.image = <const int*>data(image, "image", I32, 2, 3, False)
     B.cell = <const double*>data(cell, "cell", F64, 2, 3, False)
     if rows(cell) != 6:
@@ -781,9 +789,8 @@ def sphere_sphere(i1, i2, pos, image, cell, vel, angvel, radius, mass, material,
     if rows(i2) < m or rows(active) < m or (n_state < m and pool is None):
         raise ValueError("pair arrays: %d pairs, i2 %d, active %d, state %d rows"
                          % (m, rows(i2), rows(active), n_state))
-    bodies_init(&B, pos, vel, angvel, radius, mass, material, pair_table, n_materials,
-                energy, m)
     try:
+        law_rows(&B)
         B.moving = cell_moving(B.cell)
         B.periodic = periodic
         B.image_from = max(0, image_from)
@@ -964,8 +971,9 @@ def sphere_plane(particle, plane, pos, vel, angvel, radius, mass, material, plan
     cdef Sums S
     cdef signed char* pactive
     cdef double* pstate
-    data(pos, "pos", F64, 2, 3, False)
-    _sums_args(&S, f_out, t_out, None, wall_owner, m, rows(pos))
+    bodies_init(&B, pos, vel, angvel, radius, mass, material, pair_table, n_materials,
+                energy, m)
+    _sums_args(&S, f_out, t_out, None, wall_owner, m, rows(pos), True)
     if m == 0:
         return pick_worst(worst)
     W.particle = pparticle
@@ -979,9 +987,8 @@ def sphere_plane(particle, plane, pos, vel, angvel, radius, mass, material, plan
     if rows(plane) < m or rows(active) < m or rows(state) < m:
         raise ValueError("plane rows: %d rows, plane %d, active %d, state %d rows"
                          % (m, rows(plane), rows(active), rows(state)))
-    bodies_init(&B, pos, vel, angvel, radius, mass, material, pair_table, n_materials,
-                energy, m)
     try:
+        law_rows(&B)
         for t in prange(nt, nogil=True, schedule='static', num_threads=nt):
             plane_range(m * t // nt, m * (t + 1) // nt, &B, &W, dt, flags, pactive, pstate,
                         &worst[t, 0], &S, blocks)

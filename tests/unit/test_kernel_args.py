@@ -92,6 +92,9 @@ def test_contact_kernels_name_the_bad_argument():
     f = np.zeros((4, 3))
     with pytest.raises(ValueError, match="t_out: expected a C-contiguous writable float64"):
         ck.sphere_sphere(**common, owner1=i, owner2=i, f_out=f, t_out=np.zeros((4, 3), np.float32))
+    # a pair has two owners: sums without owner1 would silently leave out particle 1
+    with pytest.raises(ValueError, match="in-pass sums need all of f_out, t_out and the owner"):
+        ck.sphere_sphere(**common, owner2=i, f_out=f, t_out=f.copy())
 
 
 def test_gather_rows_checks_its_columns():
