@@ -23,7 +23,7 @@ from mpi4py import MPI
 from . import (analysis, clumps, diagnostics, editing, heap, insertion, polyhedra, shapes,
                validate)
 from . import energy as energy_balance
-from ._kernels import integrate
+from ._kernels import integrate, rebuild as _r
 from .cell import Cell, apply
 from .collective import Collective
 from .contact import keys
@@ -1001,8 +1001,13 @@ class Simulation:
             own, received = migrate(self.comm, own, dest, [k.batch for k in kinds], owners)
             for kind, batch in zip(kinds, received):
                 kind.batch = batch
-        order = spatial_permutation(own)                # owned rows in cell order
         build_pos = own.pop("build_pos", None)
+        # the pair list's order (pyx/cells.pyx build_pair_rows): cells of a grid of the
+        # box at the build positions, the same on any rank count; ghosts get their
+        # particle's key with the other fields
+        own["order_key"] = _r.grid_keys(own["pos"] if build_pos is None else build_pos,
+                                        own["id"], dom.lo, dom.hi, 4.0 * rmax)
+        order = spatial_permutation(own)                # owned rows in cell order
         if build_pos is not None and order is not None:
             build_pos = build_pos[order]
         own["image"] = np.zeros_like(own["image"])
@@ -1010,11 +1015,12 @@ class Simulation:
         st.f = {}                       # the old local arrays go field by field as the
         local = self.ghosts.build(own, ghost_cutoff, order,    # new ones are gathered
                                   self.cell.reference if self.cell.deforming else None)
+        order_key = local.pop("order_key")
         st.set_local(local, n_own=n_own)
         local = None
         self.cell.built(restore)
         owner = self._owners(order, n_own)
-        build = Build(n_own, owner, list_skin, cutoff, restore)
+        build = Build(n_own, owner, list_skin, cutoff, restore, order_key)
         for kind in kinds:
             kind.build(build)
         self.scheme.after_build(self)

@@ -21,7 +21,8 @@ def contact_moments(const signed char[::1] active, const double[:, ::1] state,
     (r_1 + u_n / 2) n with the force -F. owner1/owner2: owned index of body 1/2 or -1
     (ghost copies are summed on their own rank); an empty owner1 means body 1 is a wall
     (not counted in the coordination). moment (n_own, 9): row-major 3x3 sums, a_i f_j.
-    Rows in batch order (sorted by key): the same order on any number of ranks.
+    Rows in batch order (the pair list's grid order): the same order on any number of
+    ranks.
     branch (m, 6): the kind's own branch vectors c - x1, c - x2 (non-spheres, whose
     contact point is off the line of centres); (0, 6): the sphere formula above."""
     cdef Py_ssize_t m = active.shape[0], k

@@ -4,10 +4,10 @@
 Particles (owned and ghosts) are binned by their shifted position x + image * L
 into cubic cells of edge >= the largest pair range (2 r_max + skin). A pair
 (a, b) is a candidate when id_a < id_b, at least one of them is owned, and
-|x_b - x_a| < r_a + r_b + skin ("alert distance"). Output is sorted by
+|x_b - x_a| < r_a + r_b + skin ("alert distance"). build_pairs' output is sorted by
 (id_a, id_b): particles are visited in ascending id and each particle's partners
-are sorted by id. Two passes (count, fill) make the build parallel and
-deterministic.
+are sorted by id; two passes (count, fill) make it parallel and deterministic.
+build_pair_rows (the contact kinds' list) sorts by a per-particle order key instead.
 """
 cimport cython
 from cython.parallel cimport prange
@@ -148,8 +148,8 @@ def build_plane_pairs(const double[:, ::1] pos, const double[::1] radius, int n_
     return out_p[:m].copy(), out_w[:m].copy()
 
 
-# ---------------------------------------------------------------- rows sorted by key
-from libc.stdlib cimport malloc, realloc, free
+# ---------------------------------------------------------------- rows in order-key order
+from libc.stdlib cimport malloc, qsort, realloc, free
 from libc.math cimport ceil, fabs, floor
 from libc.string cimport memset
 
@@ -162,32 +162,92 @@ cdef inline bint _less_entry(long ka, int pa, long kb, int pb) noexcept nogil:
 @cython.wraparound(False)
 def build_pair_rows(const double[:, ::1] pos, const int[:, ::1] image,
                     const double[:, ::1] cell, const double[::1] radius, const long[::1] ids,
-                    int n_own, double skin):
-    """The candidate pairs of build_pairs as contact rows (i1, i2, key), sorted by key
-    = id1 << 32 | id2, each key once: where periodic images (or any copies of one
+                    const long[::1] order_key, int n_own, double skin):
+    """The candidate pairs of build_pairs as contact rows (i1, i2, key), key = id1 << 32
+    | id2 (particle 1 the lower id), each key once, sorted by (min, max) of the two
+    particles' order_key (one value per particle, equal for copies of a particle; with
+    order_key = ids: sorted by key). Where periodic images (or any copies of one
     particle) make a pair appear more than once, the row whose particle 1 is the copy
-    with the lowest local index is kept (what a stable sort by key of build_pairs'
-    output, particles visited in stable id order, followed by keeping the first row of
-    each key gives). One pass over a cell list in cell order, each unordered pair
-    visited once (half stencil; the distance test is symmetric in a and b); rows are
-    then grouped by particle 1's id (counting sort over the id range when it is dense,
-    np.unique otherwise) and each group sorted by (id2, local index of particle 1).
-    The result does not depend on the order in which pairs are found."""
+    with the lowest local index is kept. One pass over a cell list in cell order, each
+    unordered pair visited once (half stencil; the distance test is symmetric in a and
+    b); rows are then grouped by the dense rank of their lower order_key (a counting
+    sort; the rank by subtraction when the keys are dense, np.unique otherwise) and each
+    group sorted by (rank of the other particle, local index of particle 1). The result
+    does not depend on the order in which pairs are found."""
     cdef Py_ssize_t n = pos.shape[0]
-    cdef long id_lo, id_hi
+    cdef long lo, hi
     if n == 0:
         return np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0, np.int64)
-    ids_arr = np.asarray(ids)
-    id_lo, id_hi = int(ids_arr.min()), int(ids_arr.max())
-    if id_hi - id_lo <= 4 * n + 64:
-        group_arr = np.empty(0, np.int64)
-        n_groups = id_hi - id_lo + 1
-    else:
-        uniq, group_arr = np.unique(ids_arr, return_inverse=True)
-        group_arr = np.ascontiguousarray(group_arr, np.int64)
-        n_groups = len(uniq)
-    return _pair_rows(pos, image, cell, radius, ids, n_own, skin, group_arr, id_lo,
-                      n_groups)
+    rank_arr = np.empty(n, np.int64)
+    n_groups = _dense_rank(order_key, rank_arr)
+    return _pair_rows(pos, image, cell, radius, ids, n_own, skin, rank_arr, n_groups)
+
+
+cdef struct KeyIndex:
+    long key
+    int i
+
+cdef int _key_cmp(const void* a, const void* b) noexcept nogil:
+    cdef long ka = (<const KeyIndex*>a).key, kb = (<const KeyIndex*>b).key
+    return (ka > kb) - (ka < kb)
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef long _dense_rank(const long[::1] key, long[::1] rank) except -1:
+    """rank[i] = the number of distinct keys below key[i] (keys >= 0); returns the
+    number of distinct keys. A counting sort into at most 2 n + 64 buckets of the
+    leading bits of key - min, each bucket sorted (insertion, or qsort when large)."""
+    cdef Py_ssize_t n = key.shape[0], i, j, s, e
+    cdef long lo = key[0], hi = key[0], nb, b, r = -1
+    cdef int shift = 0
+    cdef long* start = NULL
+    cdef KeyIndex* item = NULL
+    cdef KeyIndex t
+    for i in range(n):
+        lo = min(lo, key[i])
+        hi = max(hi, key[i])
+    while ((hi - lo) >> shift) + 1 > 2 * n + 64:
+        shift += 1
+    nb = ((hi - lo) >> shift) + 1
+    try:
+        start = <long*>malloc((nb + 1) * sizeof(long))
+        item = <KeyIndex*>malloc(n * sizeof(KeyIndex))
+        if start == NULL or item == NULL:
+            raise MemoryError()
+        with nogil:
+            memset(start, 0, (nb + 1) * sizeof(long))
+            for i in range(n):
+                start[((key[i] - lo) >> shift) + 1] += 1
+            for b in range(nb):
+                start[b + 1] += start[b]
+            for i in range(n):
+                b = (key[i] - lo) >> shift
+                item[start[b]].key = key[i]
+                item[start[b]].i = <int>i
+                start[b] += 1
+            s = 0                                   # start[b]: now the end of bucket b
+            for b in range(nb):
+                e = start[b]
+                if e - s > 32:
+                    qsort(&item[s], e - s, sizeof(KeyIndex), _key_cmp)
+                else:
+                    for i in range(s + 1, e):
+                        t = item[i]
+                        j = i - 1
+                        while j >= s and item[j].key > t.key:
+                            item[j + 1] = item[j]
+                            j -= 1
+                        item[j + 1] = t
+                s = e
+            for i in range(n):
+                if i == 0 or item[i].key != item[i - 1].key:
+                    r += 1
+                rank[item[i].i] = r
+    finally:
+        free(start)
+        free(item)
+    return r + 1
 
 
 cdef inline void _shifted(const double[:, ::1] pos, const int[:, ::1] image,
@@ -210,8 +270,9 @@ cdef inline long _cell3(const double* x, const double* lo, const double* inv,
 cdef struct Sphere:             # a particle in cell order: shifted position, radius
     double x, y, z, r
 
-cdef struct Row:                # a candidate row: key = id1 << 32 | id2, local indices
-    long key
+cdef struct Row:                # a candidate row: key = id1 << 32 | id2, the rank of the
+    long key                    # higher order key, local indices
+    long o
     int a, b
 
 cdef Row* _more_rows(Row* rows, Py_ssize_t* cap) noexcept nogil:
@@ -228,7 +289,7 @@ cdef Row* _more_rows(Row* rows, Py_ssize_t* cap) noexcept nogil:
 @cython.wraparound(False)
 cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[:, ::1] cell,
                 const double[::1] radius, const long[::1] ids, int n_own, double skin,
-                const long[::1] group, long id_lo, long n_groups):
+                const long[::1] rank, long n_groups):
     cdef Py_ssize_t n = pos.shape[0], i, m, cap
     cdef int d
     cdef long ncell, kz
@@ -239,7 +300,6 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
     cdef double edge[3]
     cdef double inv[3]
     cdef long nc[3]
-    cdef bint dense = group.shape[0] == 0
     cdef double rmax = 0.0
     cdef Sphere* sph = NULL
     cdef long* cid = NULL
@@ -299,7 +359,7 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
             raise MemoryError()
         memset(gstart, 0, (n_groups + 1) * sizeof(long))
         with nogil:
-            m = _candidates(pos, image, cell, radius, ids, n_own, skin, group, id_lo, dense,
+            m = _candidates(pos, image, cell, radius, ids, n_own, skin, rank,
                             lo, inv, nc, kz, sph, cid, members, cellof, start, gstart, &rows,
                             &cap)
         if m < 0:
@@ -310,7 +370,7 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
         free(cellof)
         free(start)
         sph, cid, members, cellof, start = NULL, NULL, NULL, NULL, NULL
-        return _sorted_rows(rows, m, gstart, group, id_lo, n_groups, dense)
+        return _sorted_rows(rows, m, gstart, rank, n_groups)
     finally:
         free(sph)
         free(cid)
@@ -326,13 +386,14 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
 cdef Py_ssize_t _candidates(const double[:, ::1] pos, const int[:, ::1] image,
                             const double[:, ::1] cell, const double[::1] radius,
                             const long[::1] ids, int n_own, double skin,
-                            const long[::1] group, long id_lo, bint dense, const double* lo,
+                            const long[::1] rank, const double* lo,
                             const double* inv, const long* nc, long kz, Sphere* sph,
                             long* cid, int* members, int* cellof, int* start, long* gstart,
                             Row** rows_out, Py_ssize_t* cap) noexcept nogil:
     """The cell list (counting sort by cell, stable; the particles copied in cell order,
     so that the candidate loop streams through memory) and the candidate rows, each pair
-    once, in *rows_out (grown as needed); gstart[g + 1] counts the rows of group g.
+    once, in *rows_out (grown as needed); gstart[g + 1] counts the rows of group g (the
+    lower rank of the two particles).
     Returns the number of rows, -1 when out of memory."""
     cdef Py_ssize_t n = pos.shape[0], ncell = nc[0] * nc[1] * nc[2], i, e, f, m = 0
     cdef Py_ssize_t fs, fe, e0, e1
@@ -425,7 +486,10 @@ cdef Py_ssize_t _candidates(const double[:, ::1] pos, const int[:, ::1] image,
                                     rows[m].key = (cid[f] << 32) | ide
                                     rows[m].a = members[f]
                                     rows[m].b = members[e]
-                                g = ((rows[m].key >> 32) - id_lo) if dense else group[rows[m].a]
+                                g = rank[rows[m].a]
+                                rows[m].o = rank[rows[m].b]
+                                if rows[m].o < g:
+                                    g, rows[m].o = rows[m].o, g
                                 gstart[g + 1] += 1
                                 m += 1
     rows_out[0] = rows
@@ -434,11 +498,11 @@ cdef Py_ssize_t _candidates(const double[:, ::1] pos, const int[:, ::1] image,
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-cdef _sorted_rows(Row* rows, Py_ssize_t m, long* gstart, const long[::1] group, long id_lo,
-                  long n_groups, bint dense):
-    """The rows grouped by particle 1's id (a stable counting sort; gstart[g + 1]: the
-    rows of group g), each group sorted by (key, local index of particle 1), the first
-    row of each key kept: (i1, i2, key)."""
+cdef _sorted_rows(Row* rows, Py_ssize_t m, long* gstart, const long[::1] rank,
+                  long n_groups):
+    """The rows grouped by their lower rank (a stable counting sort; gstart[g + 1]: the
+    rows of group g), each group sorted by (the other rank, local index of particle 1),
+    the first row of each key kept: (i1, i2, key)."""
     cdef Py_ssize_t nrow = 0
     cdef Row* grouped = <Row*>malloc(max(m, 1) * sizeof(Row))
     cdef int[::1] i1
@@ -452,15 +516,14 @@ cdef _sorted_rows(Row* rows, Py_ssize_t m, long* gstart, const long[::1] group, 
         key_arr = np.empty(m, dtype=np.int64)
         i1, i2, key = i1_arr, i2_arr, key_arr
         with nogil:
-            _group_rows(rows, grouped, m, gstart, group, id_lo, n_groups, dense, i1, i2, key,
-                        &nrow)
+            _group_rows(rows, grouped, m, gstart, rank, n_groups, i1, i2, key, &nrow)
     finally:
         free(grouped)
     return i1_arr[:nrow], i2_arr[:nrow], key_arr[:nrow]
 
 
 cdef void _group_rows(Row* rows, Row* grouped, Py_ssize_t m, long* gstart,
-                      const long[::1] group, long id_lo, long n_groups, bint dense,
+                      const long[::1] rank, long n_groups,
                       int[::1] i1, int[::1] i2, long[::1] key,
                       Py_ssize_t* n_out) noexcept nogil:
     """_sorted_rows' loops: grouped holds m rows; *n_out the rows kept."""
@@ -470,11 +533,11 @@ cdef void _group_rows(Row* rows, Row* grouped, Py_ssize_t m, long* gstart,
     for g in range(n_groups):
         gstart[g + 1] += gstart[g]
     for k in range(m):
-        g = ((rows[k].key >> 32) - id_lo) if dense else group[rows[k].a]
+        g = min(rank[rows[k].a], rank[rows[k].b])
         grouped[gstart[g]] = rows[k]
         gstart[g] += 1
-    # gstart[g] is now the end of group g; sort each group by (key, local index of
-    # particle 1) and keep the first row of each key
+    # gstart[g] is now the end of group g; sort each group by (other rank, local index
+    # of particle 1) and keep the first row of each key (copies share a rank)
     nrow = 0
     s = 0
     for g in range(n_groups):
@@ -482,7 +545,7 @@ cdef void _group_rows(Row* rows, Row* grouped, Py_ssize_t m, long* gstart,
         for i in range(s + 1, e):          # insertion sort: groups are short
             r = grouped[i]
             j = i - 1
-            while j >= s and _less_entry(r.key, r.a, grouped[j].key, grouped[j].a):
+            while j >= s and _less_entry(r.o, r.a, grouped[j].o, grouped[j].a):
                 grouped[j + 1] = grouped[j]
                 j -= 1
             grouped[j + 1] = r

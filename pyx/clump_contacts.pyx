@@ -74,8 +74,8 @@ def member_pairs(const int[::1] i1, const int[::1] i2, const long[::1] key,
                  const signed char[::1] shape, const int[::1] template,
                  const double[::1] radius, const long[::1] offsets,
                  const double[:, ::1] spheres, double skin):
-    """The member-pair rows (i1, i2, key, sub) of the candidate pairs (sorted by key:
-    the rows come sorted by (key, sub))."""
+    """The member-pair rows (i1, i2, key, sub) of the candidate pairs, in their order
+    (each candidate's members by sub)."""
     cdef Py_ssize_t m = i1.shape[0], k, n = 0
     cdef int a, b, ma, mb, na, nb
     cdef double d, ra, rb, reach_a

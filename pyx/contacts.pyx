@@ -2,8 +2,9 @@
 """Contact batch kernels: sphere-sphere and sphere-plane geometry (L6Geom, seed 000)
 followed by the pair's contact law (laws.pxd), and the per-particle force gather.
 
-Data layout. A batch is a set of candidate pairs from the Verlet list, sorted by
-(id1, id2) with id1 < id2; pair k refers to local particle indices i1[k], i2[k]
+Data layout. A batch is a set of candidate pairs from the Verlet list, id1 < id2, in
+grid order (each particle's pairs in ascending partner order key: pyx/cells.pyx
+build_pair_rows, rebuild.grid_keys); pair k refers to local particle indices i1[k], i2[k]
 (owned or ghost). Per pair, the arrays hold the L6Geom state -- active flag, T
 (rows, 9 doubles), u, phi, shifted origins u0, phi0 -- and the outputs: force and
 law moment on particle 2 (global); the torques on both bodies follow from them
@@ -14,7 +15,7 @@ each pair that forms and gives back the row of each pair that opens (see "state 
 Determinism. Pair k is computed from particle 1's position and x2 - x1 +
 H (image2 - image1) (H the cell matrix), the same numbers on every rank and thread count; the
 gather sums each owned particle's contributions in the order of its CSR list
-(ascending partner id), never with atomics.
+(ascending partner order key), never with atomics.
 
 Speed. The sphere-sphere and sphere-plane kernels work in blocks of touching pairs whose
 geometry (and plain Hooke + Coulomb law) one vectorized loop computes (see "vector
@@ -1026,7 +1027,7 @@ def gather(const long[::1] pair_start, const int[::1] pair_entry,
     add to f_out and t_out instead of starting from zero).
 
     pair_entry[pair_start[p]:pair_start[p+1]] lists 2*k + side for the pairs of owned
-    particle p in ascending partner id (side 1: p is particle 2); wall contacts of p
+    particle p in pair order (side 1: p is particle 2); wall contacts of p
     follow in plane order. Same order on any rank or thread count -> same bits.
     radius: of the local particles (owned first); flags: the L6Geom flags (branch vectors).
     slot: a pooled batch's rows of the pairs (pdem.contact.store; None: row k).
@@ -1060,9 +1061,9 @@ def scatter(const int[::1] owner1, const int[::1] owner2, const signed char[::1]
             const double[::1] radius, int flags, double[:, ::1] f_out, double[:, ::1] t_out,
             bint accumulate=False, const int[::1] slot=None):
     """Single-thread equivalent of `gather`: streams through the contacts in order and
-    adds each to its owned particles. Pairs are sorted by (id1, id2), so every particle
-    receives its contributions in ascending partner id, then its wall contacts in plane
-    order: the same additions in the same order as `gather`, hence the same bits, with
+    adds each to its owned particles. Pairs are in grid order, so every particle
+    receives its contributions in ascending partner order key, then its wall contacts
+    in plane order: the same additions in the same order as `gather`, hence the same bits, with
     sequential instead of random reads of the contact rows. slot: as for `gather`."""
     cdef Py_ssize_t m = active.shape[0], k
     cdef int p
@@ -1167,8 +1168,8 @@ def split_owners(const int[::1] owner1, owner2_arg, int n_own, int n_threads):
 @cython.wraparound(False)
 def build_gather_lists(const int[::1] owner1, const int[::1] owner2, int n_own):
     """CSR of pair entries per owned particle. owner1/2[k] = owned index of the pair's
-    particles on this rank or -1. Pairs come sorted by (id1, id2), so a stable
-    counting sort lists each particle's partners in ascending id."""
+    particles on this rank or -1. A stable counting sort lists each particle's
+    partners in pair order (ascending partner order key)."""
     cdef Py_ssize_t m = owner1.shape[0], k, p
     start_arr = np.zeros(n_own + 1, dtype=np.int64)
     cdef long[::1] start = start_arr

@@ -284,8 +284,8 @@ def add_forces(const int[::1] owner1, const int[::1] owner2, const signed char[:
                const double[:, ::1] state, const double[:, ::1] branch,
                double[:, ::1] f_out, double[:, ::1] t_out):
     """Add the active rows to their owned particles (owner -1: not owned; owner1 None:
-    a wall kind, body 1 is the wall), in row order (pairs sorted by (id1, id2): each
-    particle in ascending partner id; wall rows by particle): F on body 2, -F on body 1,
+    a wall kind, body 1 is the wall), in row order (pairs in grid order: each particle
+    in ascending partner order key; wall rows by particle): F on body 2, -F on body 1,
     torques b1 x (-F) - M and b2 x F + M with this step's branch vectors."""
     cdef Py_ssize_t m = active.shape[0], k
     cdef int p

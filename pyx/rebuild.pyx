@@ -1,10 +1,11 @@
 # cython: language_level=3
 """Rebuild helpers, linear in the particle and row counts: the spatial order of the
-owned particles (a counting sort by cell) and the carry-over of contact state from
-the old rows to the new list (a merge of two key-sorted lists)."""
+owned particles (a counting sort by cell), the pair list's order keys, and the
+carry-over of contact state from the old rows to the new list."""
 cimport cython
 from libc.math cimport floor
-from libc.string cimport memcpy
+from libc.stdlib cimport malloc, free as c_free
+from libc.string cimport memcpy, memset
 import numpy as np
 
 
@@ -59,87 +60,99 @@ def cell_order(const double[:, ::1] pos, double cell, long max_cells):
     return order_arr
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
-def is_sorted(const long[::1] key, const signed char[::1] active=None):
-    """True when key (its rows with active != 0, if given) does not decrease."""
-    cdef Py_ssize_t n = key.shape[0], i
-    cdef long last = -9223372036854775807 - 1
-    cdef bint use = active is not None, ok = True
-    with nogil:
-        for i in range(n):
-            if use and active[i] == 0:
-                continue
-            if key[i] < last:
-                ok = False
-                break
-            last = key[i]
-    return ok
+cdef struct Entry:
+    unsigned int tag            # the low half of the key's hash (the slot: the top bits)
+    int row                     # an old row (-1: empty)
+
+cdef struct KeyTable:           # open addressing, linear probing: old rows by key
+    Entry* entry
+    const long* key             # the old rows' keys
+    Py_ssize_t mask
+    int shift                   # 64 - log2(size): Fibonacci hashing takes the top bits
+
+
+cdef inline Py_ssize_t _slot_of(const KeyTable* t, long k) noexcept nogil:
+    """The table entry of key k, or the empty one where it goes."""
+    cdef unsigned long h = <unsigned long>k * 0x9E3779B97F4A7C15ULL
+    cdef unsigned int tag = <unsigned int>h
+    cdef Py_ssize_t e = <Py_ssize_t>(h >> t.shift)
+    while t.entry[e].row >= 0 and (t.entry[e].tag != tag or t.key[t.entry[e].row] != k):
+        e = (e + 1) & t.mask
+    return e
+
+
+cdef int _old_rows(KeyTable* t, const long[::1] old_key, const signed char[::1] old_active,
+                   const int[::1] old_slot) noexcept nogil:
+    """t: the active old rows (with a pool row, when pooled) by key, at most half full;
+    where rows share a key, the last one. -1 when out of memory (t.entry NULL)."""
+    cdef Py_ssize_t no = old_key.shape[0], r, e, count = 0, size = 16
+    cdef bint oslot = old_slot is not None
+    for r in range(no):
+        count += old_active[r] != 0
+    t.shift = 60
+    while size < 2 * count:
+        size *= 2
+        t.shift -= 1
+    t.mask = size - 1
+    t.key = &old_key[0]
+    t.entry = <Entry*>malloc(size * sizeof(Entry))
+    if t.entry == NULL:
+        return -1
+    memset(t.entry, 0xff, size * sizeof(Entry))         # rows -1
+    for r in range(no):
+        if old_active[r] == 0 or (oslot and old_slot[r] < 0):
+            continue
+        e = _slot_of(t, old_key[r])
+        t.entry[e].tag = <unsigned int>(<unsigned long>old_key[r] * 0x9E3779B97F4A7C15ULL)
+        t.entry[e].row = <int>r
+    return 0
 
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-def carry_rows(const long[::1] new_key, const long[::1] new_order, const long[::1] old_key,
+def carry_rows(const long[::1] new_key, const long[::1] old_key,
                const signed char[::1] old_active, const double[:, ::1] old_state,
-               const long[::1] old_order, signed char[::1] new_active,
-               double[:, ::1] new_state, const int[::1] old_slot=None, int[::1] new_slot=None):
+               signed char[::1] new_active, double[:, ::1] new_state,
+               const int[::1] old_slot=None, int[::1] new_slot=None):
     """Copy active and state of the active old rows whose key is among the new keys
-    (ContactBatch.carry_from). The new keys in the order new_order (empty: as stored)
-    and the old rows in the order old_order (empty: as stored; inactive rows are
-    skipped) must not decrease: one merge. Where old rows share a key, the last one
-    in old order is copied last. Returns the number of rows copied.
-    Pooled batches (pdem.contact.store): an old row's state is old_state[old_slot[r]];
-    a new row gets new_slot = the next unused row of new_state, in merge order."""
-    cdef Py_ssize_t nn = new_key.shape[0], no, i, j = 0, r, dst, src
+    (ContactBatch.carry_from); either list in any order (a hash table of the old rows,
+    one pass over the new). Where old rows share a key, the last one is copied.
+    Returns the number of rows copied. Pooled batches (pdem.contact.store): an old
+    row's state is old_state[old_slot[r]]; a new row gets new_slot = the next unused
+    row of new_state, in new list order."""
+    cdef Py_ssize_t nn = new_key.shape[0], j, r, dst, src
     cdef Py_ssize_t ncol = new_state.shape[1], copied = 0, used = 0
-    cdef bint nid = new_order.shape[0] == 0, oid = old_order.shape[0] == 0
     cdef bint oslot = old_slot is not None, nslot = new_slot is not None
-    cdef long k
+    cdef KeyTable t
+    cdef int err = 0
     if old_state.shape[1] != ncol:
         raise ValueError("state widths differ")
-    no = old_key.shape[0] if oid else old_order.shape[0]
-    if nn == 0 or no == 0:
+    if nn == 0 or old_key.shape[0] == 0:
         return 0
     with nogil:
-        if nid and oid and not (oslot or nslot):    # both in key order, one row each
-            for r in range(no):
-                if old_active[r] == 0:
+        err = _old_rows(&t, old_key, old_active, old_slot)
+        if err == 0:
+            for j in range(nn):
+                r = t.entry[_slot_of(&t, new_key[j])].row
+                if r < 0:
                     continue
-                k = old_key[r]
-                while j < nn and new_key[j] < k:
-                    j += 1
-                if j == nn:
-                    break
-                if new_key[j] == k:
-                    new_active[j] = old_active[r]
-                    memcpy(&new_state[j, 0], &old_state[r, 0], ncol * sizeof(double))
-                    copied += 1
-        else:
-            for i in range(no):
-                r = i if oid else old_order[i]
-                if old_active[r] == 0:
-                    continue
-                k = old_key[r]
-                while j < nn and new_key[j if nid else new_order[j]] < k:
-                    j += 1
-                if j == nn:
-                    break
-                dst = j if nid else new_order[j]
-                if new_key[dst] != k:
-                    continue
-                new_active[dst] = old_active[r]
+                new_active[j] = old_active[r]
                 src = old_slot[r] if oslot else r
+                dst = j
                 if nslot:
-                    if new_slot[dst] < 0:
+                    if new_slot[j] < 0:
                         if used == new_state.shape[0]:
-                            copied = -1
+                            err = 1
                             break
-                        new_slot[dst] = <int>used
+                        new_slot[j] = <int>used
                         used += 1
-                    dst = new_slot[dst]
+                    dst = new_slot[j]
                 memcpy(&new_state[dst, 0], &old_state[src, 0], ncol * sizeof(double))
                 copied += 1
-    if copied < 0:
+        c_free(t.entry)
+    if err < 0:
+        raise MemoryError()
+    if err > 0:
         raise ValueError("carry_rows: more contacts than the %d rows of the new pool"
                          % new_state.shape[0])
     return copied
@@ -151,52 +164,36 @@ def carry_slots(const long[::1] new_key, const long[::1] old_key,
                 const signed char[::1] old_active, const int[::1] old_slot,
                 signed char[::1] new_active, int[::1] new_slot, int[::1] free):
     """carry_rows for two pooled batches sharing one pool: the active old rows whose
-    key is among the new keys pass on their pool row (new_slot, -1 on entry) instead
-    of a copy of it. free (one entry per pool row) gets every other row, highest first
-    (the lowest is taken first, as from a fresh pool). Returns the number of rows in
-    use, or -1 when a list is not in key order (new_active and new_slot are then
-    to be reset by the caller)."""
-    cdef Py_ssize_t nn = new_key.shape[0], no = old_key.shape[0], cap = free.shape[0]
-    cdef Py_ssize_t r, j = 0, used = 0, n_free = 0
-    cdef long k, last = -9223372036854775807 - 1
-    cdef int s
-    cdef bint unsorted = False
+    key is among the new keys (the last of equal keys) pass on their pool row
+    (new_slot, -1 on entry) instead of a copy of it. free (one entry per pool row)
+    gets every other row, highest first (the lowest is taken first, as from a fresh
+    pool). Returns the number of rows in use."""
+    cdef Py_ssize_t nn = new_key.shape[0], cap = free.shape[0]
+    cdef Py_ssize_t r, j, used = 0, n_free = 0
+    cdef int s, err = 0
+    cdef KeyTable t
     taken_arr = np.zeros(cap, dtype=np.int8)
     cdef signed char[::1] taken = taken_arr
     with nogil:
-        for r in range(1, nn):
-            if new_key[r] < new_key[r - 1]:
-                unsorted = True
-                break
-        for r in range(no):
-            if unsorted:
-                break
-            k = old_key[r]
-            if k < last:
-                unsorted = True
-                break
-            last = k
-            s = old_slot[r]
-            if old_active[r] == 0 or s < 0:
-                continue
-            while j < nn and new_key[j] < k:
-                j += 1
-            if j == nn:
-                continue                            # (the old keys' order still checked)
-            if new_key[j] == k:
-                if new_slot[j] >= 0:                # equal old keys: the last one
-                    taken[new_slot[j]] = 0
-                    used -= 1
+        err = _old_rows(&t, old_key, old_active, old_slot)
+        if err == 0:
+            for j in range(nn):
+                r = t.entry[_slot_of(&t, new_key[j])].row
+                if r < 0:
+                    continue
+                s = old_slot[r]
                 new_active[j] = old_active[r]
                 new_slot[j] = s
                 used += 1 - taken[s]
                 taken[s] = 1
-        if not unsorted:
             for r in range(cap - 1, -1, -1):
                 if taken[r] == 0:
                     free[n_free] = <int>r
                     n_free += 1
-    return -1 if unsorted else used
+        c_free(t.entry)
+    if err < 0:
+        raise MemoryError()
+    return used
 
 
 @cython.boundscheck(False)
@@ -280,3 +277,42 @@ def outside(const double[:, ::1] pos, const double[::1] lo, const double[::1] hi
                 if first < 0:
                     first = i
     return bad, first, count
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def grid_keys(const double[:, ::1] pos, const long[::1] ids, const double[::1] lo,
+              const double[::1] hi, double edge):
+    """The pair list's order key of each particle, c << 31 | id: c the flat index
+    (x-major, z fastest) of its cell in the grid of the box lo..hi with cells of `edge`
+    (doubled until the grid has fewer than 2^32 cells; positions outside the box in the
+    nearest cell). It depends on nothing but the particle, so that it is the same on
+    any rank count (ids are below 2^31: pdem/contact/keys.py)."""
+    cdef Py_ssize_t n = pos.shape[0], i
+    cdef int d
+    cdef long dims[3]
+    cdef long c[3]
+    cdef double inv, q
+    if not edge > 0.0:
+        edge = max(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2])
+    while True:
+        for d in range(3):
+            dims[d] = <long>floor((hi[d] - lo[d]) / edge) + 1
+        if <double>dims[0] * <double>dims[1] * <double>dims[2] < 4294967296.0:
+            break
+        edge *= 2.0
+    inv = 1.0 / edge
+    key_arr = np.empty(n, dtype=np.int64)
+    cdef long[::1] key = key_arr
+    with nogil:
+        for i in range(n):
+            for d in range(3):
+                q = floor((pos[i, d] - lo[d]) * inv)
+                if q >= <double>dims[d]:
+                    c[d] = dims[d] - 1
+                elif q >= 0.0:
+                    c[d] = <long>q
+                else:                               # below the box (or nan)
+                    c[d] = 0
+            key[i] = (((c[0] * dims[1] + c[1]) * dims[2] + c[2]) << 31) | ids[i]
+    return key_arr

@@ -20,8 +20,7 @@ CLUMP = 3                       # pdem.particles.SHAPES["clump"]
 
 def carry_by_subkey(new, old):
     """ContactBatch.carry_from matching (key, sub): both mapped to the dense rank of the
-    pair among the keys of the two lists (numpy), then the one merge of carry_rows. `new`
-    is sorted by (key, sub)."""
+    pair among the keys of the two lists (numpy), then carry_rows on the ranks."""
     act = np.flatnonzero(old.active)
     if len(new) == 0 or len(act) == 0:
         return
@@ -33,9 +32,9 @@ def carry_by_subkey(new, old):
     rank = np.empty(len(key), np.int64)
     rank[order] = np.cumsum(step)
     old_rank = np.ascontiguousarray(rank[len(new):])
-    _r.carry_rows(np.ascontiguousarray(rank[:len(new)]), np.zeros(0, np.int64), old_rank,
+    _r.carry_rows(np.ascontiguousarray(rank[:len(new)]), old_rank,
                   np.ascontiguousarray(old.active[act]), np.ascontiguousarray(old.state[act]),
-                  np.argsort(old_rank, kind="stable"), new.active, new.state)
+                  new.active, new.state)
 
 
 def _templates(sim):

@@ -43,12 +43,14 @@ def register(cls):
 class Build:
     """What a kind's candidate search needs at a rebuild: n_own owned particles,
     owner[k] the owned index of local particle k (a periodic image of an owned
-    particle: that particle; other ghosts -1), the list skin, the ghost cutoff, and
-    restore (first build after a restart: see Simulation._rebuild)."""
+    particle: that particle; other ghosts -1), the list skin, the ghost cutoff,
+    restore (first build after a restart: see Simulation._rebuild) and the pair
+    list's order key of each local particle (rebuild.grid_keys; default: the ids)."""
 
-    def __init__(self, n_own, owner, skin, cutoff, restore):
+    def __init__(self, n_own, owner, skin, cutoff, restore, order_key=None):
         self.n_own, self.owner, self.skin, self.cutoff, self.restore = \
             n_own, owner, skin, cutoff, restore
+        self.order_key = order_key
 
 
 def owned_index(wanted, ids):
@@ -79,13 +81,14 @@ def overlap_message(sim, ratio, who, radius=None, behind=None):
 
 
 def pair_candidates(sim, b):
-    """(i1, i2, key) of the Verlet pair list at the build `b`, sorted by key, periodic
-    duplicates dropped (pyx/cells.pyx); computed once per build and shared by the pair
-    kinds, which split it by shape."""
+    """(i1, i2, key) of the Verlet pair list at the build `b`, in the order of b's
+    order keys, periodic duplicates dropped (pyx/cells.pyx); computed once per build
+    and shared by the pair kinds, which split it by shape."""
     if getattr(b, "pairs", None) is None:
         st = sim.store
+        order_key = st.id if b.order_key is None else b.order_key
         b.pairs = cells.build_pair_rows(st.pos, st.image, sim.cell.kernel, st.radius, st.id,
-                                        b.n_own, b.skin)
+                                        order_key, b.n_own, b.skin)
     return b.pairs
 
 
@@ -223,9 +226,10 @@ def _public_rows(kind, a, id1, id2, wall, sign, at, body2):
 
 
 class TwoBodyRows(Interaction):
-    """Rows of two particles, particle 1 the lower id, sorted by key (each particle's
-    rows in ascending partner id); a row between ranks is computed on both from
-    identical copies."""
+    """Rows of two particles, particle 1 the lower id, in grid order (sorted by the two
+    particles' (lower, higher) order key, rebuild.grid_keys: each particle's rows in
+    ascending partner key, the same on any rank count); a row between ranks is
+    computed on both from identical copies."""
 
     def __init__(self, sim):
         super().__init__(sim)

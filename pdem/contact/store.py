@@ -1,7 +1,8 @@
 """Contact state of one batch (sphere-sphere pairs or sphere-plane contacts).
 
 One row per candidate pair of the Verlet list, keyed by an int64 `key` (unique; pair
-batches are sorted by key, wall batches by owning particle for the force gather). `state` holds, per contact, one row of doubles laid out by
+batches in grid order, pdem.contact.kinds.TwoBodyRows, wall batches by owning particle
+for the force gather). `state` holds, per contact, one row of doubles laid out by
 pyx/contacts.pyx (S_* offsets): the L6Geom state (T by rows, u, phi, shifted
 origins u0, phi0 -- the laws keep their plastic history in u0/phi0) and the kernel
 outputs (force and law moment on particle 2; the torques are derived from them by
@@ -22,7 +23,6 @@ from .._kernels import contacts as _k, rebuild as _r
 
 COLUMNS = _k.state_columns()
 NCOLS = COLUMNS.pop("ncols")
-_NO_ORDER = np.zeros(0, np.int64)
 
 
 class ContactBatch:
@@ -98,12 +98,12 @@ class ContactBatch:
 
     def carry_from(self, old):
         """Copy the rows of contacts active in `old` whose key is also here (where old
-        rows share a key, the last one). One merge of the two key-sorted lists
-        (pyx/rebuild.pyx); a list not stored in key order is sorted first. A pooled
-        batch carried from a pooled batch takes over its pool (its rows moved within it
-        into the new list's order once they are scattered: rebuild.pack_pool), unless
-        the pool holds over twice its contacts (+1024 rows); otherwise it gets a pool of
-        the copied rows plus a quarter for contacts to come."""
+        rows share a key, the last one): a hash table of the old rows, one pass over
+        the new (pyx/rebuild.pyx), either list in any order. A pooled batch carried from
+        a pooled batch takes over its pool (its rows moved within it into the new
+        list's order once they are scattered: rebuild.pack_pool), unless the pool holds
+        over twice its contacts (+1024 rows); otherwise it gets a pool of the copied
+        rows plus a quarter for contacts to come."""
         if self.slot is not None:
             n_old = int(np.count_nonzero(old.active)) if len(self) else 0
             if old.slot is not None and len(old.state) <= 2 * n_old + 1024:
@@ -112,23 +112,14 @@ class ContactBatch:
                 free = np.empty_like(old.free)
                 used = _r.carry_slots(self.key, old.key, old.active, old.slot, self.active,
                                       self.slot, free)
-                if used >= 0:
-                    _r.pack_pool(old.state, self.slot, free)     # rows in list order
-                    self.state, self.free, self.n_free = old.state, free, len(free) - used
-                    return
-                self.active[:] = 0                  # a list not in key order
-                self.slot[:] = -1
+                _r.pack_pool(old.state, self.slot, free)         # rows in list order
+                self.state, self.free, self.n_free = old.state, free, len(free) - used
+                return
             self.pool(n_old + n_old // 4 + 64, 0)
         if len(old) == 0 or len(self) == 0:
             return
-        new_order = old_order = _NO_ORDER
-        if not _r.is_sorted(self.key):
-            new_order = np.argsort(self.key, kind="stable")
-        if not _r.is_sorted(old.key, old.active):
-            keep = np.flatnonzero(old.active)
-            old_order = keep[np.argsort(old.key[keep], kind="stable")]
-        _r.carry_rows(self.key, new_order, old.key, old.active, old.state, old_order,
-                      self.active, self.state, old.slot, self.slot)
+        _r.carry_rows(self.key, old.key, old.active, old.state, self.active, self.state,
+                      old.slot, self.slot)
         if self.slot is not None:
             self.pool_used(int(np.count_nonzero(self.slot >= 0)))
 

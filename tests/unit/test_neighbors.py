@@ -107,8 +107,9 @@ def make_sim(periodic, skin, dt=1e-5, lo=(0.0, 0.0, 0.0), hi=(1.0, 0.8, 1.2)):
 
 
 def sim_pair_ids(sim):
-    key = sim.interactions["pair"].batch.key
-    assert np.all(np.diff(key) > 0), "pair keys must be sorted and unique"
+    """The pair list's (id1, id2), sorted (the list is in grid order: test_rebuild_kernels)."""
+    key = np.sort(sim.interactions["pair"].batch.key)
+    assert np.all(np.diff(key) > 0), "pair keys must be unique"
     return list(zip(keys.particle(key).tolist(), keys.partner(key).tolist()))
 
 

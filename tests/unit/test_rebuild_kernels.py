@@ -18,9 +18,10 @@ from pdem.particles import empty_fields, spatial_order, spatial_permutation
 
 
 # ---------------------------------------------------------------- references
-def ref_pair_rows(pos, image, box, radius, ids, n_own, skin):
+def ref_pair_rows(pos, image, box, radius, ids, order_key, n_own, skin):
     """build_pairs (particles visited in stable id order), then a stable sort by key
-    keeping the first row of each key: the former PairContacts.build."""
+    keeping the first row of each key (the former PairContacts.build), then sorted by
+    the (lower, higher) order key of the two particles."""
     order = np.argsort(ids, kind="stable")
     i1, i2 = cells.build_pairs(pos, image, box, radius, ids, n_own, skin, order, 1)
     key = keys.make(ids[i1], ids[i2])
@@ -28,7 +29,18 @@ def ref_pair_rows(pos, image, box, radius, ids, n_own, skin):
     key, i1, i2 = key[srt], i1[srt], i2[srt]
     first = np.ones(len(key), bool)
     first[1:] = key[1:] != key[:-1]
-    return i1[first], i2[first], key[first]
+    i1, i2, key = i1[first], i2[first], key[first]
+    k1, k2 = order_key[i1], order_key[i2]
+    srt = np.lexsort((np.maximum(k1, k2), np.minimum(k1, k2)))
+    return i1[srt], i2[srt], key[srt]
+
+
+def order_keys(kind, ids, rng):
+    """Per-particle order keys, equal for the copies of a particle: the ids, or an
+    injective map of them in random order."""
+    if kind == "ids":
+        return ids
+    return (rng.permutation(int(ids.max()) + 1).astype(np.int64) * 7 + 3)[ids]
 
 
 def ref_carry(new, old):
@@ -104,14 +116,15 @@ def periodic_locals(seed, n=1500, periodic=(True, True, False), sparse_ids=False
     return local, n, skin, dom.length
 
 
+@pytest.mark.parametrize("order", ["ids", "shuffled"])
 @pytest.mark.parametrize("sparse_ids", [False, True])
 @pytest.mark.parametrize("periodic", [(True, True, False), (True, True, True),
                                       (False, False, False)])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_pair_rows_equal_sorted_deduplicated_build_pairs(seed, periodic, sparse_ids):
+def test_pair_rows_equal_sorted_deduplicated_build_pairs(seed, periodic, sparse_ids, order):
     local, n_own, skin, box = periodic_locals(seed, periodic=periodic, sparse_ids=sparse_ids)
-    args = (local["pos"], local["image"], fixed_cell(box), local["radius"],
-            local["id"], n_own, skin)
+    args = (local["pos"], local["image"], fixed_cell(box), local["radius"], local["id"],
+            order_keys(order, local["id"], np.random.default_rng(seed)), n_own, skin)
     expected = ref_pair_rows(*args)
     got = cells.build_pair_rows(*args)
     assert len(expected[0]) > 1000
@@ -120,7 +133,7 @@ def test_pair_rows_equal_sorted_deduplicated_build_pairs(seed, periodic, sparse_
     for e, g in zip(expected, got):
         assert e.dtype == g.dtype
         np.testing.assert_array_equal(g, e)
-    assert np.all(np.diff(got[2]) > 0)
+    assert (order == "ids") == bool(np.all(np.diff(got[2]) > 0))
 
 
 @pytest.mark.parametrize("scene", ["clusters", "flat", "tall"])
@@ -140,7 +153,7 @@ def test_pair_rows_sparse_flat_and_tall_clouds(scene):
     radius = rng.uniform(0.5, 2.0, n) if scene != "flat" else rng.uniform(0.5, 1.0, n)
     ids = rng.permutation(n).astype(np.int64)
     args = (np.ascontiguousarray(pos), np.zeros((n, 3), np.int32), fixed_cell(np.ones(3)),
-            radius, ids, n, 0.2)
+            radius, ids, ids, n, 0.2)
     expected = ref_pair_rows(*args)
     got = cells.build_pair_rows(*args)
     assert len(expected[0]) > 500
@@ -156,10 +169,11 @@ def test_pair_rows_sparse_flat_and_tall_clouds(scene):
 def test_pair_rows_empty_and_single():
     z = np.zeros((0, 3))
     out = cells.build_pair_rows(z, np.zeros((0, 3), np.int32), fixed_cell(np.ones(3)), np.zeros(0),
-                                np.zeros(0, np.int64), 0, 0.1)
+                                np.zeros(0, np.int64), np.zeros(0, np.int64), 0, 0.1)
     assert all(len(a) == 0 for a in out)
     out = cells.build_pair_rows(np.zeros((1, 3)), np.zeros((1, 3), np.int32), fixed_cell(np.ones(3)),
-                                np.ones(1), np.zeros(1, np.int64), 1, 0.1)
+                                np.ones(1), np.zeros(1, np.int64), np.zeros(1, np.int64), 1,
+                                0.1)
     assert all(len(a) == 0 for a in out)
 
 
@@ -433,3 +447,45 @@ def test_pool_packing_changes_no_result_and_happens(monkeypatch):
     pool = a.interactions["pair"].batch
     rows = pool.slot[pool.slot >= 0]
     assert np.count_nonzero(np.diff(rows) != 1) <= 0.05 * len(rows)
+
+
+# ---------------------------------------------------------------- pair list order
+def ref_grid_keys(pos, ids, lo, hi, edge):
+    """numpy: cells of edge `edge` (doubled while the grid has 2^32 cells or more),
+    positions outside the box in the nearest cell, key = flat cell << 31 | id."""
+    while np.prod(np.floor((hi - lo) / edge) + 1) >= 2.0 ** 32:
+        edge *= 2
+    dims = (np.floor((hi - lo) / edge) + 1).astype(np.int64)
+    c = np.clip(np.floor((pos - lo) / edge), 0, dims - 1).astype(np.int64)
+    return (((c[:, 0] * dims[1] + c[:, 1]) * dims[2] + c[:, 2]) << 31) | ids
+
+
+@pytest.mark.parametrize("edge", [0.3, 1e-4])
+def test_grid_keys_equal_numpy(edge):
+    rng = np.random.default_rng(4)
+    lo, hi = np.array([-1.0, 0.0, 2.0]), np.array([4.0, 3.0, 9.0])
+    pos = rng.uniform(lo - 1.0, hi + 1.0, (5000, 3))        # some outside: nearest cell
+    ids = rng.permutation(np.unique(rng.integers(0, 1 << 30, 5200))[:5000]).astype(np.int64)
+    got = rebuild.grid_keys(pos, ids, lo, hi, edge)
+    np.testing.assert_array_equal(got, ref_grid_keys(pos, ids, lo, hi, edge))
+    assert np.all(got >= 0) and len(np.unique(got >> 31)) > 100
+
+
+def test_pair_list_in_order_of_build_positions():
+    """The live pair list (periodic gas, after rebuilds) is sorted by the (lower, higher)
+    grid key of its two particles, computed here from the build positions, particle 1
+    the lower id, and each particle's rows thus in ascending partner key."""
+    sim = _collisional_gas(120)
+    assert sim.n_rebuilds >= 2
+    st, dom = sim.store, sim.domain
+    n = st.n_own
+    key = dict(zip(st.id[:n], ref_grid_keys(sim.build_positions(), st.id[:n], dom.lo, dom.hi,
+                                            4 * st.radius[:n].max())))
+    b = sim.interactions["pair"].batch
+    k1 = np.array([key[i] for i in st.id[b.i1]])
+    k2 = np.array([key[i] for i in st.id[b.i2]])
+    lo_, hi_ = np.minimum(k1, k2), np.maximum(k1, k2)
+    assert len(b) > 2000 and np.count_nonzero(b.active) > 500
+    assert np.all((lo_[1:] > lo_[:-1]) | ((lo_[1:] == lo_[:-1]) & (hi_[1:] > hi_[:-1])))
+    assert np.all(st.id[b.i1] < st.id[b.i2])
+    assert np.any(np.diff(b.key) < 0)                       # not the key order
