@@ -270,9 +270,9 @@ cdef inline long _cell3(const double* x, const double* lo, const double* inv,
 cdef struct Sphere:             # a particle in cell order: shifted position, radius
     double x, y, z, r
 
-cdef struct Row:                # a candidate row: key = id1 << 32 | id2, the rank of the
-    long key                    # higher order key, local indices
-    long o
+cdef struct Row:                # a candidate row: key = id1 << 32 | id2, the ranks of the
+    long key                    # lower (its group) and higher order key, local indices
+    int g, o
     int a, b
 
 cdef Row* _more_rows(Row* rows, Py_ssize_t* cap) noexcept nogil:
@@ -397,7 +397,7 @@ cdef Py_ssize_t _candidates(const double[:, ::1] pos, const int[:, ::1] image,
     Returns the number of rows, -1 when out of memory."""
     cdef Py_ssize_t n = pos.shape[0], ncell = nc[0] * nc[1] * nc[2], i, e, f, m = 0
     cdef Py_ssize_t fs, fe, e0, e1
-    cdef long c, cx, cy, cz, g, col, zlo, zhi, ox, oy, ide
+    cdef long c, cx, cy, cz, g, other, col, zlo, zhi, ox, oy, ide
     cdef int st
     cdef int sx[4]
     cdef int sy[4]
@@ -487,9 +487,11 @@ cdef Py_ssize_t _candidates(const double[:, ::1] pos, const int[:, ::1] image,
                                     rows[m].a = members[f]
                                     rows[m].b = members[e]
                                 g = rank[rows[m].a]
-                                rows[m].o = rank[rows[m].b]
-                                if rows[m].o < g:
-                                    g, rows[m].o = rows[m].o, g
+                                other = rank[rows[m].b]
+                                if other < g:
+                                    g, other = other, g
+                                rows[m].g = <int>g
+                                rows[m].o = <int>other
                                 gstart[g + 1] += 1
                                 m += 1
     rows_out[0] = rows
@@ -533,7 +535,7 @@ cdef void _group_rows(Row* rows, Row* grouped, Py_ssize_t m, long* gstart,
     for g in range(n_groups):
         gstart[g + 1] += gstart[g]
     for k in range(m):
-        g = min(rank[rows[k].a], rank[rows[k].b])
+        g = rows[k].g
         grouped[gstart[g]] = rows[k]
         gstart[g] += 1
     # gstart[g] is now the end of group g; sort each group by (other rank, local index

@@ -4,7 +4,7 @@ owned particles (a counting sort by cell), the pair list's order keys, and the
 carry-over of contact state from the old rows to the new list."""
 cimport cython
 from libc.math cimport floor
-from libc.stdlib cimport malloc, free as c_free
+from libc.stdlib cimport calloc, malloc, free as c_free
 from libc.string cimport memcpy, memset
 import numpy as np
 
@@ -61,50 +61,68 @@ def cell_order(const double[:, ::1] pos, double cell, long max_cells):
 
 
 cdef struct Entry:
-    unsigned int tag            # the low half of the key's hash (the slot: the top bits)
-    int row                     # an old row (-1: empty)
+    long key                    # -1: empty (keys are >= 0)
+    int row                     # the old row
+    int slot                    # its pool row (pooled batches)
 
 cdef struct KeyTable:           # open addressing, linear probing: old rows by key
     Entry* entry
-    const long* key             # the old rows' keys
     Py_ssize_t mask
     int shift                   # 64 - log2(size): Fibonacci hashing takes the top bits
+    unsigned long* seen         # a bit per 2^-18 of the hash range, set where a key is:
+                                # most absent keys are told from 32 kB
+
+
+cdef inline unsigned long _hash(long k) noexcept nogil:
+    return <unsigned long>k * 0x9E3779B97F4A7C15ULL
 
 
 cdef inline Py_ssize_t _slot_of(const KeyTable* t, long k) noexcept nogil:
     """The table entry of key k, or the empty one where it goes."""
-    cdef unsigned long h = <unsigned long>k * 0x9E3779B97F4A7C15ULL
-    cdef unsigned int tag = <unsigned int>h
-    cdef Py_ssize_t e = <Py_ssize_t>(h >> t.shift)
-    while t.entry[e].row >= 0 and (t.entry[e].tag != tag or t.key[t.entry[e].row] != k):
+    cdef Py_ssize_t e = <Py_ssize_t>(_hash(k) >> t.shift)
+    while t.entry[e].key != k and t.entry[e].key >= 0:
         e = (e + 1) & t.mask
     return e
 
 
+cdef inline const Entry* _find(const KeyTable* t, long k) noexcept nogil:
+    """The entry of key k, or NULL."""
+    cdef unsigned long h = _hash(k)
+    cdef Py_ssize_t e
+    if not (t.seen[h >> 52] >> ((h >> 46) & 63)) & 1:
+        return NULL
+    e = _slot_of(t, k)
+    return &t.entry[e] if t.entry[e].key >= 0 else NULL
+
+
 cdef int _old_rows(KeyTable* t, const long[::1] old_key, const signed char[::1] old_active,
                    const int[::1] old_slot) noexcept nogil:
-    """t: the active old rows (with a pool row, when pooled) by key, at most half full;
-    where rows share a key, the last one. -1 when out of memory (t.entry NULL)."""
+    """t: the active old rows (with a pool row, when pooled) by key, at most 2/3 full;
+    where rows share a key, the last one. -1 when out of memory."""
     cdef Py_ssize_t no = old_key.shape[0], r, e, count = 0, size = 16
+    cdef unsigned long h
     cdef bint oslot = old_slot is not None
     for r in range(no):
         count += old_active[r] != 0
     t.shift = 60
-    while size < 2 * count:
+    while 2 * size < 3 * count:
         size *= 2
         t.shift -= 1
     t.mask = size - 1
-    t.key = &old_key[0]
     t.entry = <Entry*>malloc(size * sizeof(Entry))
-    if t.entry == NULL:
+    t.seen = <unsigned long*>calloc(4096, sizeof(unsigned long))
+    if t.entry == NULL or t.seen == NULL:
         return -1
-    memset(t.entry, 0xff, size * sizeof(Entry))         # rows -1
+    memset(t.entry, 0xff, size * sizeof(Entry))         # keys -1
     for r in range(no):
         if old_active[r] == 0 or (oslot and old_slot[r] < 0):
             continue
+        h = _hash(old_key[r])
         e = _slot_of(t, old_key[r])
-        t.entry[e].tag = <unsigned int>(<unsigned long>old_key[r] * 0x9E3779B97F4A7C15ULL)
+        t.entry[e].key = old_key[r]
         t.entry[e].row = <int>r
+        t.entry[e].slot = old_slot[r] if oslot else -1
+        t.seen[h >> 52] |= 1UL << ((h >> 46) & 63)
     return 0
 
 
@@ -124,6 +142,7 @@ def carry_rows(const long[::1] new_key, const long[::1] old_key,
     cdef Py_ssize_t ncol = new_state.shape[1], copied = 0, used = 0
     cdef bint oslot = old_slot is not None, nslot = new_slot is not None
     cdef KeyTable t
+    cdef const Entry* e
     cdef int err = 0
     if old_state.shape[1] != ncol:
         raise ValueError("state widths differ")
@@ -133,11 +152,11 @@ def carry_rows(const long[::1] new_key, const long[::1] old_key,
         err = _old_rows(&t, old_key, old_active, old_slot)
         if err == 0:
             for j in range(nn):
-                r = t.entry[_slot_of(&t, new_key[j])].row
-                if r < 0:
+                e = _find(&t, new_key[j])
+                if e == NULL:
                     continue
-                new_active[j] = old_active[r]
-                src = old_slot[r] if oslot else r
+                new_active[j] = old_active[e.row]
+                src = e.slot if oslot else e.row
                 dst = j
                 if nslot:
                     if new_slot[j] < 0:
@@ -150,6 +169,7 @@ def carry_rows(const long[::1] new_key, const long[::1] old_key,
                 memcpy(&new_state[dst, 0], &old_state[src, 0], ncol * sizeof(double))
                 copied += 1
         c_free(t.entry)
+        c_free(t.seen)
     if err < 0:
         raise MemoryError()
     if err > 0:
@@ -172,17 +192,18 @@ def carry_slots(const long[::1] new_key, const long[::1] old_key,
     cdef Py_ssize_t r, j, used = 0, n_free = 0
     cdef int s, err = 0
     cdef KeyTable t
+    cdef const Entry* e
     taken_arr = np.zeros(cap, dtype=np.int8)
     cdef signed char[::1] taken = taken_arr
     with nogil:
         err = _old_rows(&t, old_key, old_active, old_slot)
         if err == 0:
             for j in range(nn):
-                r = t.entry[_slot_of(&t, new_key[j])].row
-                if r < 0:
+                e = _find(&t, new_key[j])
+                if e == NULL:
                     continue
-                s = old_slot[r]
-                new_active[j] = old_active[r]
+                s = e.slot
+                new_active[j] = old_active[e.row]
                 new_slot[j] = s
                 used += 1 - taken[s]
                 taken[s] = 1
@@ -191,6 +212,7 @@ def carry_slots(const long[::1] new_key, const long[::1] old_key,
                     free[n_free] = <int>r
                     n_free += 1
         c_free(t.entry)
+        c_free(t.seen)
     if err < 0:
         raise MemoryError()
     return used
