@@ -1,11 +1,10 @@
 #!/usr/bin/env python
-"""The pair kernel in the pair list's order (by particle ids, in-pass sums: what a step
-does today) against the same candidates in the particles' memory order (by the lower
-local index, then the higher; rows packed in that order) with the sums made afterwards
-by `gather` in each particle's ascending partner id: the same force and torque sums bit
-for bit (checked), the work a spatially ordered pair list would do; and the memory order
-with in-pass sums (each particle's contributions then in memory order: other bits, those
-of a pair list sorted by a rank-invariant spatial key).
+"""The pair kernel in the pair list's order (in-pass sums: what a step does; grid order
+since session 17, id order before) against the same candidates in the particles'
+memory order (by the lower local index, then the higher; rows packed in that order)
+with the sums made afterwards by `gather` in the pair list's order: the same force and
+torque sums bit for bit (checked); and the memory order with in-pass sums (each
+particle's contributions then in memory order: other bits).
 
   PYTHONPATH=$PWD .venv/bin/python bench/pair_order.py \
       [--ckpt bench/out/chute_n33462_s1_warm.ckpt] [--steps 20] [--rounds 30]
