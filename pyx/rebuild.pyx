@@ -131,43 +131,59 @@ cdef int _old_rows(KeyTable* t, const long[::1] old_key, const signed char[::1] 
 def carry_rows(const long[::1] new_key, const long[::1] old_key,
                const signed char[::1] old_active, const double[:, ::1] old_state,
                signed char[::1] new_active, double[:, ::1] new_state,
-               const int[::1] old_slot=None, int[::1] new_slot=None):
+               const int[::1] old_slot=None, int[::1] new_slot=None, int[::1] free=None):
     """Copy active and state of the active old rows whose key is among the new keys
     (ContactBatch.carry_from); either list in any order (a hash table of the old rows,
     one pass over the new). Where old rows share a key, the last one is copied.
     Returns the number of rows copied. Pooled batches (pdem.contact.store): an old
     row's state is old_state[old_slot[r]]; a new row gets new_slot = the next unused
-    row of new_state, in new list order."""
-    cdef Py_ssize_t nn = new_key.shape[0], j, r, dst, src
-    cdef Py_ssize_t ncol = new_state.shape[1], copied = 0, used = 0
+    row of new_state, in new list order. With `free` (two pooled batches sharing one
+    pool, new_state is old_state): a new row takes over its old row's pool row
+    instead of a copy, and free (one entry per pool row) gets every other row,
+    highest first (the lowest is taken first, as from a fresh pool); returns the
+    number of pool rows in use."""
+    cdef Py_ssize_t nn = new_key.shape[0], cap, j, r, dst, src
+    cdef Py_ssize_t ncol = new_state.shape[1], copied = 0, used = 0, n_free = 0
     cdef bint oslot = old_slot is not None, nslot = new_slot is not None
+    cdef bint share = free is not None
     cdef KeyTable t
     cdef const Entry* e
     cdef int err = 0
     if old_state.shape[1] != ncol:
         raise ValueError("state widths differ")
-    if nn == 0 or old_key.shape[0] == 0:
-        return 0
+    if share and not (oslot and nslot):
+        raise ValueError("carry_rows: a shared pool needs old_slot and new_slot")
+    cap = free.shape[0] if share else 0
+    taken_arr = np.zeros(cap, dtype=np.int8)
+    cdef signed char[::1] taken = taken_arr
     with nogil:
         err = _old_rows(&t, old_key, old_active, old_slot)
-        if err == 0:
-            for j in range(nn):
-                e = _find(&t, new_key[j])
-                if e == NULL:
-                    continue
-                new_active[j] = old_active[e.row]
-                src = e.slot if oslot else e.row
-                dst = j
-                if nslot:
-                    if new_slot[j] < 0:
-                        if used == new_state.shape[0]:
-                            err = 1
-                            break
-                        new_slot[j] = <int>used
-                        used += 1
-                    dst = new_slot[j]
-                memcpy(&new_state[dst, 0], &old_state[src, 0], ncol * sizeof(double))
-                copied += 1
+        for j in range(nn if err == 0 else 0):
+            e = _find(&t, new_key[j])
+            if e == NULL:
+                continue
+            new_active[j] = old_active[e.row]
+            if share:
+                new_slot[j] = e.slot
+                copied += 1 - taken[e.slot]
+                taken[e.slot] = 1
+                continue
+            src = e.slot if oslot else e.row
+            dst = j
+            if nslot:
+                if new_slot[j] < 0:
+                    if used == new_state.shape[0]:
+                        err = 1
+                        break
+                    new_slot[j] = <int>used
+                    used += 1
+                dst = new_slot[j]
+            memcpy(&new_state[dst, 0], &old_state[src, 0], ncol * sizeof(double))
+            copied += 1
+        for r in range(cap - 1, -1, -1):
+            if taken[r] == 0:
+                free[n_free] = <int>r
+                n_free += 1
         c_free(t.entry)
         c_free(t.seen)
     if err < 0:
@@ -176,46 +192,6 @@ def carry_rows(const long[::1] new_key, const long[::1] old_key,
         raise ValueError("carry_rows: more contacts than the %d rows of the new pool"
                          % new_state.shape[0])
     return copied
-
-
-@cython.boundscheck(False)
-@cython.wraparound(False)
-def carry_slots(const long[::1] new_key, const long[::1] old_key,
-                const signed char[::1] old_active, const int[::1] old_slot,
-                signed char[::1] new_active, int[::1] new_slot, int[::1] free):
-    """carry_rows for two pooled batches sharing one pool: the active old rows whose
-    key is among the new keys (the last of equal keys) pass on their pool row
-    (new_slot, -1 on entry) instead of a copy of it. free (one entry per pool row)
-    gets every other row, highest first (the lowest is taken first, as from a fresh
-    pool). Returns the number of rows in use."""
-    cdef Py_ssize_t nn = new_key.shape[0], cap = free.shape[0]
-    cdef Py_ssize_t r, j, used = 0, n_free = 0
-    cdef int s, err = 0
-    cdef KeyTable t
-    cdef const Entry* e
-    taken_arr = np.zeros(cap, dtype=np.int8)
-    cdef signed char[::1] taken = taken_arr
-    with nogil:
-        err = _old_rows(&t, old_key, old_active, old_slot)
-        if err == 0:
-            for j in range(nn):
-                e = _find(&t, new_key[j])
-                if e == NULL:
-                    continue
-                s = e.slot
-                new_active[j] = old_active[e.row]
-                new_slot[j] = s
-                used += 1 - taken[s]
-                taken[s] = 1
-            for r in range(cap - 1, -1, -1):
-                if taken[r] == 0:
-                    free[n_free] = <int>r
-                    n_free += 1
-        c_free(t.entry)
-        c_free(t.seen)
-    if err < 0:
-        raise MemoryError()
-    return used
 
 
 @cython.boundscheck(False)

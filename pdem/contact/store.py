@@ -110,8 +110,8 @@ class ContactBatch:
                 # the old pool (not too large for its contacts): the slots move, and
                 # the rows in place if scattered (no second pool, no fresh pages)
                 free = np.empty_like(old.free)
-                used = _r.carry_slots(self.key, old.key, old.active, old.slot, self.active,
-                                      self.slot, free)
+                used = _r.carry_rows(self.key, old.key, old.active, old.state, self.active,
+                                     old.state, old.slot, self.slot, free)
                 _r.pack_pool(old.state, self.slot, free)         # rows in list order
                 self.state, self.free, self.n_free = old.state, free, len(free) - used
                 return
