@@ -171,11 +171,10 @@ def build_pair_rows(const double[:, ::1] pos, const int[:, ::1] image,
     with the lowest local index is kept. One pass over a cell list in cell order, each
     unordered pair visited once (half stencil; the distance test is symmetric in a and
     b); rows are then grouped by the dense rank of their lower order_key (a counting
-    sort; the rank by subtraction when the keys are dense, np.unique otherwise) and each
-    group sorted by (rank of the other particle, local index of particle 1). The result
-    does not depend on the order in which pairs are found."""
+    sort; the ranks by a bucket sort of the keys) and each group sorted by (rank of the
+    other particle, local index of particle 1). The result does not depend on the order
+    in which pairs are found."""
     cdef Py_ssize_t n = pos.shape[0]
-    cdef long lo, hi
     if n == 0:
         return np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0, np.int64)
     rank_arr = np.empty(n, np.int64)
@@ -370,7 +369,7 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
         free(cellof)
         free(start)
         sph, cid, members, cellof, start = NULL, NULL, NULL, NULL, NULL
-        return _sorted_rows(rows, m, gstart, rank, n_groups)
+        return _sorted_rows(rows, m, gstart, n_groups)
     finally:
         free(sph)
         free(cid)
@@ -500,8 +499,7 @@ cdef Py_ssize_t _candidates(const double[:, ::1] pos, const int[:, ::1] image,
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-cdef _sorted_rows(Row* rows, Py_ssize_t m, long* gstart, const long[::1] rank,
-                  long n_groups):
+cdef _sorted_rows(Row* rows, Py_ssize_t m, long* gstart, long n_groups):
     """The rows grouped by their lower rank (a stable counting sort; gstart[g + 1]: the
     rows of group g), each group sorted by (the other rank, local index of particle 1),
     the first row of each key kept: (i1, i2, key)."""
@@ -518,14 +516,14 @@ cdef _sorted_rows(Row* rows, Py_ssize_t m, long* gstart, const long[::1] rank,
         key_arr = np.empty(m, dtype=np.int64)
         i1, i2, key = i1_arr, i2_arr, key_arr
         with nogil:
-            _group_rows(rows, grouped, m, gstart, rank, n_groups, i1, i2, key, &nrow)
+            _group_rows(rows, grouped, m, gstart, n_groups, i1, i2, key, &nrow)
     finally:
         free(grouped)
     return i1_arr[:nrow], i2_arr[:nrow], key_arr[:nrow]
 
 
 cdef void _group_rows(Row* rows, Row* grouped, Py_ssize_t m, long* gstart,
-                      const long[::1] rank, long n_groups,
+                      long n_groups,
                       int[::1] i1, int[::1] i2, long[::1] key,
                       Py_ssize_t* n_out) noexcept nogil:
     """_sorted_rows' loops: grouped holds m rows; *n_out the rows kept."""
