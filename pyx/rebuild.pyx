@@ -290,22 +290,24 @@ def grid_keys(const double[:, ::1] pos, const long[::1] ids, const double[::1] l
     cdef int d
     cdef long dims[3]
     cdef long c[3]
-    cdef double inv, q
+    cdef double q
+    cdef double size[3]
     if not edge > 0.0:
         edge = max(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2])
     while True:
         for d in range(3):
-            dims[d] = <long>floor((hi[d] - lo[d]) / edge) + 1
-        if <double>dims[0] * <double>dims[1] * <double>dims[2] < 4294967296.0:
+            size[d] = floor((hi[d] - lo[d]) / edge) + 1.0
+        if size[0] * size[1] * size[2] < 4294967296.0:
             break
         edge *= 2.0
-    inv = 1.0 / edge
+    for d in range(3):
+        dims[d] = <long>size[d]
     key_arr = np.empty(n, dtype=np.int64)
     cdef long[::1] key = key_arr
     with nogil:
         for i in range(n):
             for d in range(3):
-                q = floor((pos[i, d] - lo[d]) * inv)
+                q = floor((pos[i, d] - lo[d]) / edge)
                 if q >= <double>dims[d]:
                     c[d] = dims[d] - 1
                 elif q >= 0.0:

@@ -460,7 +460,7 @@ def ref_grid_keys(pos, ids, lo, hi, edge):
     return (((c[:, 0] * dims[1] + c[:, 1]) * dims[2] + c[:, 2]) << 31) | ids
 
 
-@pytest.mark.parametrize("edge", [0.3, 1e-4])
+@pytest.mark.parametrize("edge", [0.3, 1e-4, 1e-300])
 def test_grid_keys_equal_numpy(edge):
     rng = np.random.default_rng(4)
     lo, hi = np.array([-1.0, 0.0, 2.0]), np.array([4.0, 3.0, 9.0])
