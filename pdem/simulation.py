@@ -1006,7 +1006,7 @@ class Simulation:
         # box at the build positions, the same on any rank count; ghosts get their
         # particle's key with the other fields
         own["order_key"] = _r.grid_keys(own["pos"] if build_pos is None else build_pos,
-                                        own["id"], dom.lo, dom.hi, 4.0 * rmax)
+                                        own["id"], dom.lo, dom.hi, 2.0 * rmax)
         order = spatial_permutation(own)                # owned rows in cell order
         if build_pos is not None and order is not None:
             build_pos = build_pos[order]

@@ -395,15 +395,18 @@ def test_outside_equals_numpy(seed):
         assert got == expected
 
 
-def _collisional_gas(steps):
+def _collisional_gas(steps, shuffled=False):
     """A dense periodic gas of 1,000 spheres: contacts form and open all the time, so the
-    pair pool's rows leave candidate order between rebuilds."""
+    pair pool's rows leave candidate order between rebuilds. shuffled: ids in random
+    order in space (else in lattice order)."""
     dom = pdem.Domain((0, 0, 0), (10.0, 10.0, 10.0), periodic=(True, True, True))
     sim = pdem.Simulation(dom, dt=2e-3, comm=MPI.COMM_SELF, threads=1)
     m = sim.material("m", density=1.0, kn=2000.0, friction=0.5, gamma_n=1.0)
     g = 0.5 + np.arange(10) * 1.0
     pos = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3)
     rng = np.random.default_rng(5)
+    if shuffled:
+        pos = rng.permutation(pos)
     sim.add_spheres(pos, rng.uniform(0.48, 0.52, len(pos)), m,
                     velocities=rng.normal(0, 0.5, pos.shape))
     sim.run(steps=steps)
@@ -476,12 +479,12 @@ def test_pair_list_in_order_of_build_positions():
     """The live pair list (periodic gas, after rebuilds) is sorted by the (lower, higher)
     grid key of its two particles, computed here from the build positions, particle 1
     the lower id, and each particle's rows thus in ascending partner key."""
-    sim = _collisional_gas(120)
+    sim = _collisional_gas(120, shuffled=True)
     assert sim.n_rebuilds >= 2
     st, dom = sim.store, sim.domain
     n = st.n_own
     key = dict(zip(st.id[:n], ref_grid_keys(sim.build_positions(), st.id[:n], dom.lo, dom.hi,
-                                            4 * st.radius[:n].max())))
+                                            2 * st.radius[:n].max())))
     b = sim.interactions["pair"].batch
     k1 = np.array([key[i] for i in st.id[b.i1]])
     k2 = np.array([key[i] for i in st.id[b.i2]])
