@@ -269,10 +269,9 @@ cdef inline long _cell3(const double* x, const double* lo, const double* inv,
 cdef struct Sphere:             # a particle in cell order: shifted position, radius
     double x, y, z, r
 
-cdef struct Row:                # a candidate row: key = id1 << 32 | id2, the ranks of the
-    long key                    # lower (its group) and higher order key, local indices
-    int g, o
-    int a, b
+cdef struct Row:                # a candidate row: the ranks of the lower (its group) and
+    int g, o                    # higher order key, the local indices of particles 1 and
+    int a, b                    # 2 (1: the lower id)
 
 cdef Row* _more_rows(Row* rows, Py_ssize_t* cap) noexcept nogil:
     """The row buffer grown by half, its rows kept (NULL: out of memory, `rows` still
@@ -369,7 +368,7 @@ cdef _pair_rows(const double[:, ::1] pos, const int[:, ::1] image, const double[
         free(cellof)
         free(start)
         sph, cid, members, cellof, start = NULL, NULL, NULL, NULL, NULL
-        return _sorted_rows(rows, m, gstart, n_groups)
+        return _sorted_rows(rows, m, gstart, n_groups, ids)
     finally:
         free(sph)
         free(cid)
@@ -478,11 +477,9 @@ cdef Py_ssize_t _candidates(const double[:, ::1] pos, const int[:, ::1] image,
                                         return -1
                                     rows = more
                                 if ide < cid[f]:
-                                    rows[m].key = (ide << 32) | cid[f]
                                     rows[m].a = members[e]
                                     rows[m].b = members[f]
                                 else:
-                                    rows[m].key = (cid[f] << 32) | ide
                                     rows[m].a = members[f]
                                     rows[m].b = members[e]
                                 g = rank[rows[m].a]
@@ -499,10 +496,10 @@ cdef Py_ssize_t _candidates(const double[:, ::1] pos, const int[:, ::1] image,
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-cdef _sorted_rows(Row* rows, Py_ssize_t m, long* gstart, long n_groups):
+cdef _sorted_rows(Row* rows, Py_ssize_t m, long* gstart, long n_groups, const long[::1] ids):
     """The rows grouped by their lower rank (a stable counting sort; gstart[g + 1]: the
     rows of group g), each group sorted by (the other rank, local index of particle 1),
-    the first row of each key kept: (i1, i2, key)."""
+    the first row of each pair kept: (i1, i2, key = id1 << 32 | id2)."""
     cdef Py_ssize_t nrow = 0
     cdef Row* grouped = <Row*>malloc(max(m, 1) * sizeof(Row))
     cdef int[::1] i1
@@ -516,14 +513,14 @@ cdef _sorted_rows(Row* rows, Py_ssize_t m, long* gstart, long n_groups):
         key_arr = np.empty(m, dtype=np.int64)
         i1, i2, key = i1_arr, i2_arr, key_arr
         with nogil:
-            _group_rows(rows, grouped, m, gstart, n_groups, i1, i2, key, &nrow)
+            _group_rows(rows, grouped, m, gstart, n_groups, ids, i1, i2, key, &nrow)
     finally:
         free(grouped)
     return i1_arr[:nrow], i2_arr[:nrow], key_arr[:nrow]
 
 
 cdef void _group_rows(Row* rows, Row* grouped, Py_ssize_t m, long* gstart,
-                      long n_groups,
+                      long n_groups, const long[::1] ids,
                       int[::1] i1, int[::1] i2, long[::1] key,
                       Py_ssize_t* n_out) noexcept nogil:
     """_sorted_rows' loops: grouped holds m rows; *n_out the rows kept."""
@@ -537,7 +534,7 @@ cdef void _group_rows(Row* rows, Row* grouped, Py_ssize_t m, long* gstart,
         grouped[gstart[g]] = rows[k]
         gstart[g] += 1
     # gstart[g] is now the end of group g; sort each group by (other rank, local index
-    # of particle 1) and keep the first row of each key (copies share a rank)
+    # of particle 1) and keep the first row of each pair (copies share a rank)
     nrow = 0
     s = 0
     for g in range(n_groups):
@@ -550,9 +547,9 @@ cdef void _group_rows(Row* rows, Row* grouped, Py_ssize_t m, long* gstart,
                 j -= 1
             grouped[j + 1] = r
         for i in range(s, e):
-            if i > s and grouped[i].key == grouped[i - 1].key:
+            if i > s and grouped[i].o == grouped[i - 1].o:
                 continue
-            key[nrow] = grouped[i].key
+            key[nrow] = (ids[grouped[i].a] << 32) | ids[grouped[i].b]
             i1[nrow] = grouped[i].a
             i2[nrow] = grouped[i].b
             nrow += 1
