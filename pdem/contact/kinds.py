@@ -45,12 +45,11 @@ class Build:
     owner[k] the owned index of local particle k (a periodic image of an owned
     particle: that particle; other ghosts -1), the list skin, the ghost cutoff,
     restore (first build after a restart: see Simulation._rebuild) and the pair
-    list's order key of each local particle (rebuild.grid_keys; default: the ids)."""
+    list's order key of each local particle (rebuild.grid_keys)."""
 
-    def __init__(self, n_own, owner, skin, cutoff, restore, order_key=None):
-        self.n_own, self.owner, self.skin, self.cutoff, self.restore = \
-            n_own, owner, skin, cutoff, restore
-        self.order_key = order_key
+    def __init__(self, n_own, owner, skin, cutoff, restore, order_key):
+        self.n_own, self.owner, self.skin, self.cutoff, self.restore, self.order_key = \
+            n_own, owner, skin, cutoff, restore, order_key
 
 
 def owned_index(wanted, ids):
@@ -86,9 +85,8 @@ def pair_candidates(sim, b):
     and shared by the pair kinds, which split it by shape."""
     if getattr(b, "pairs", None) is None:
         st = sim.store
-        order_key = st.id if b.order_key is None else b.order_key
         b.pairs = cells.build_pair_rows(st.pos, st.image, sim.cell.kernel, st.radius, st.id,
-                                        order_key, b.n_own, b.skin)
+                                        b.order_key, b.n_own, b.skin)
     return b.pairs
 
 

@@ -1,7 +1,8 @@
-"""The rebuild kernels against the numpy code they replace: the pair rows sorted by
-key (cells.build_pair_rows), the spatial counting sort (rebuild.cell_order), the
-merge carrying contact state (rebuild.carry_rows through ContactBatch.carry_from)
-and the index-based ghost build (GhostExchange.build) against the record-based one."""
+"""The rebuild kernels against the numpy code they replace: the pair rows in the order
+of an order key (cells.build_pair_rows; rebuild.grid_keys), the spatial counting sort
+(rebuild.cell_order), the carry-over of contact state (rebuild.carry_rows through
+ContactBatch.carry_from) and the index-based ghost build (GhostExchange.build) against
+the record-based one."""
 import numpy as np
 import pytest
 from mpi4py import MPI
