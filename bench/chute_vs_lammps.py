@@ -37,12 +37,19 @@ Procedure:
      energy, rotational energy, contacts per particle) at the start of the warm-up, at
      its end and at the start and end of the timed part, with the relative difference
      of the kinetic energies between the codes (the same physics: a small difference).
+  4. With --forced-rebuilds STEPS: both codes again from the same start, STEPS steps
+     with a rebuild on every step (LAMMPS `neigh_modify ... check no`; pdem marks its
+     lists stale after every step), alternating, fastest of --repeats; from these and
+     the normal runs, the whole cost of one rebuild in each code (wall time per step
+     against rebuilds per step), whichever phase clocks it: LAMMPS's Neigh leaves out
+     the exchange and borders (Comm) and the contact history's carry-over (fix
+     neigh/history, Modify), which pdem's `neighbor` phase holds.
 
 Every pdem run and every LAMMPS run is a separate process started with
 `mpirun -n P --bind-to none` (the driver does not initialize MPI).
 
 Usage: bench/chute_vs_lammps.py [--particles N] [--steps N] [--repeats R] [--warmup N]
-       [--ranks 2] [--json FILE] [--quick]
+       [--ranks 2] [--forced-rebuilds 300] [--json FILE] [--quick]
 """
 import argparse
 import json
@@ -164,6 +171,8 @@ def worker_pdem(args):
         sim = make_sim(np.load(args.init), args)
     n = sim.n_particles
     sim.run(steps=1)                           # warm-up step: neighbor list (not timed)
+    if args.forced:         # a rebuild on every step, as LAMMPS's `neigh_modify check no`
+        sim.events.every(1, lambda s: setattr(s, "_dirty", True), name="rebuild")
     start = None if args.no_state else pdem_state(sim)
     wall, cpu, rebuilt, sent = timed_run(sim, args.steps)
     walls, cpus = comm.allgather(wall), comm.allgather(cpu)
@@ -195,7 +204,7 @@ comm_modify     vel yes
 {processors}
 {read}
 neighbor        {skin!r} bin
-neigh_modify    delay 0 every 1 check yes
+neigh_modify    delay 0 every 1 check {check}
 timestep        {dt!r}
 fix             integ all nve/sphere
 fix             grav all gravity {g!r} chute {angle!r}
@@ -228,13 +237,13 @@ print           "BENCH_END {state}"
 """
 
 
-def lammps_input(path, args, body, read, ranks, thermo, **kw):
+def lammps_input(path, args, body, read, ranks, thermo, check="yes", **kw):
     damp = 1 if args.tangential_damping else 0
     # the wall's kt and gamma_t as the pair's NULLs (2/7 kn, gamma_n / 2); LAMMPS sets
     # gamma_t = 0 with dampflag 0, for the pair and the wall
     p = dict(kn=KN, kt=KT, gn=GAMMA_N, gt=0.5 * GAMMA_N, mu=MU, damp=damp)
     text = LMP_HEAD.format(processors="processors      * * 1" if ranks > 1 else "",
-                           read=read.format(**dict(p, **kw)), skin=SKIN, dt=DT, g=GRAVITY,
+                           read=read.format(**dict(p, **kw)), skin=SKIN, check=check, dt=DT, g=GRAVITY,
                            angle=ANGLE, thermo=thermo, **p)
     text += body.format(state=STATE, **kw)
     with open(path, "w") as fh:
@@ -253,11 +262,15 @@ def lammps_warm(lmp, args, data):
             "restart": restart}
 
 
-def lammps_timed(lmp, args, data, restart, ranks):
-    inp = os.path.join(args.outdir, "in.chute_np%d" % ranks)
-    log = os.path.join(args.outdir, "log.chute_np%d" % ranks)
+def lammps_timed(lmp, args, data, restart, ranks, forced=False):
+    """A timed LAMMPS run; forced: --forced-rebuilds steps with a rebuild on every step."""
+    tag = "np%d%s" % (ranks, "_forced" if forced else "")
+    inp = os.path.join(args.outdir, "in.chute_" + tag)
+    log = os.path.join(args.outdir, "log.chute_" + tag)
     read = ("read_restart    %s" % restart) if args.warmup else READ_DATA
-    lammps_input(inp, args, LMP_TIMED, read, ranks, args.steps, data=data, steps=args.steps)
+    steps = args.forced_rebuilds if forced else args.steps
+    lammps_input(inp, args, LMP_TIMED, read, ranks, steps, check="no" if forced else "yes",
+                 data=data, steps=steps)
     text, total = run_input(lmp, inp, log, mpirun(ranks, args.mpirun_args))
     r = parse_run(text)
     g = re.search(r"(\d+) by (\d+) by (\d+) MPI processor grid", text)
@@ -271,18 +284,56 @@ def lammps_timed(lmp, args, data, restart, ranks):
 
 
 # ================================================================ driver
+def forced_rebuilds(args, lmp, data, restart, init, ckpt, pd, lm):
+    """The whole cost of one rebuild in each code, from the normal timed run (few
+    rebuilds) and runs with a rebuild on every step: with t the wall time per step and r
+    the rebuilds per step, t = base + c r, so c = (t_forced - t_normal) / (r_forced -
+    r_normal). It holds everything a rebuild costs, whichever phase clocks it
+    (LAMMPS: Neigh, the exchange and borders in Comm, fix neigh/history in Modify)."""
+    runs = {"pdem": [], "lammps": []}
+    for rep in range(args.repeats):
+        runs["pdem"].append(launch(1, args, "pdem", forced=True, init=init, ckpt=ckpt))
+        runs["lammps"].append(lammps_timed(lmp, args, data, restart, 1, forced=True))
+    sf = args.forced_rebuilds
+    print("\n== a rebuild on every step: %d steps, 1 core each, fastest of %d ==" % (sf, args.repeats))
+    print("%-30s %14s %14s" % ("", "pdem", "LAMMPS"))
+    out = {}
+    for name, normal, phases in (("pdem", pd, PHASES), ("lammps", lm, LMP_SECTIONS)):
+        f = min(runs[name], key=lambda x: x["wall_s"])
+        sn, rn = normal["steps"], normal["n_rebuilds"]
+        share = f["n_rebuilds"] / sf - rn / sn
+        cost = {k: (f["timers_s"].get(k, 0.0) / sf - normal["timers_s"].get(k, 0.0) / sn) / share
+                for k in phases}
+        out[name] = {"rebuilds": f["n_rebuilds"], "wall_s": f["wall_s"],
+                     "ms_per_rebuild": 1e3 * (f["wall_s"] / sf - normal["wall_s"] / sn) / share,
+                     "ms_per_rebuild_by_phase": {k: 1e3 * v for k, v in cost.items()}}
+    p, q = out["pdem"], out["lammps"]
+    print("%-30s %14d %14d" % ("rebuilds", p["rebuilds"], q["rebuilds"]))
+    print("%-30s %14.3f %14.3f" % ("wall time [s]", p["wall_s"], q["wall_s"]))
+    print("%-30s %14.2f %14.2f" % ("ms per rebuild, whole", p["ms_per_rebuild"], q["ms_per_rebuild"]))
+    for name, label in (("pdem", "pdem"), ("lammps", "LAMMPS")):
+        print("  %s, ms per rebuild by phase: %s" % (label, ", ".join(
+            "%s %.2f" % kv for kv in out[name]["ms_per_rebuild_by_phase"].items()
+            if abs(kv[1]) >= 0.005)))
+    print("pdem / LAMMPS, whole cost of a rebuild: %.3f" % (p["ms_per_rebuild"] / q["ms_per_rebuild"]))
+    return out
+
+
 def mpirun(n, extra):
     return ["mpirun", "-n", str(n)] + shlex.split(extra)
 
 
-def launch(n, args, worker, **paths):
-    """Run this script as an MPI worker on n ranks (python -m mpi4py); returns its JSON."""
+def launch(n, args, worker, forced=False, **paths):
+    """Run this script as an MPI worker on n ranks (python -m mpi4py); returns its JSON.
+    forced: --forced-rebuilds steps with a rebuild on every step."""
     fd, out = tempfile.mkstemp(prefix="chute_", suffix=".json", dir=args.outdir)
     os.close(fd)
     cmd = mpirun(n, args.mpirun_args) + [
         sys.executable, "-m", "mpi4py", os.path.abspath(__file__), "--worker", worker,
-        "--out", out, "--steps", str(args.steps), "--warmup", str(args.warmup),
-        "--threads", str(args.threads)]
+        "--out", out, "--steps", str(args.forced_rebuilds if forced else args.steps),
+        "--warmup", str(args.warmup), "--threads", str(args.threads)]
+    if forced:
+        cmd.append("--forced")
     if args.tangential_damping:
         cmd.append("--tangential-damping")
     for k, v in paths.items():
@@ -331,6 +382,10 @@ def main(argv=None):
     ap.add_argument("--tangential-damping", action="store_true",
                     help="gamma_t = gamma_n / 2 (dampflag 1) instead of in.chute's dampflag 0")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--forced-rebuilds", type=int, default=0, metavar="STEPS",
+                    help="also time both codes for STEPS steps with a rebuild on every step "
+                         "(LAMMPS: neigh_modify check no), alternating, and print the whole "
+                         "cost of a rebuild in each (0: not run)")
     ap.add_argument("--lmp", default=None, help="LAMMPS binary (default: lmp on PATH)")
     ap.add_argument("--mpirun-args", default="--bind-to none",
                     help="mpirun options of every run (default '--bind-to none')")
@@ -341,6 +396,7 @@ def main(argv=None):
     ap.add_argument("--worker", choices=("warm", "pdem"), help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     ap.add_argument("--no-state", action="store_true", help=argparse.SUPPRESS)  # memory runs
+    ap.add_argument("--forced", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--init", help=argparse.SUPPRESS)
     ap.add_argument("--ckpt", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -478,6 +534,8 @@ def main(argv=None):
             if v[2] > 0))
         print("LAMMPS %d-rank phases: " % P + fmt_phases(lp["timers_s"]))
         result.update(speedup_pdem=sp, speedup_lammps=sl)
+    if args.forced_rebuilds:
+        result["forced_rebuilds"] = forced_rebuilds(args, lmp, data, restart, init, ckpt, pd, lm)
     print("\ntotal time of this invocation: %.0f s" % (time.perf_counter() - t_start))
     save_json(args.json, result)
     return result

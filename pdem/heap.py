@@ -1,4 +1,5 @@
-"""Large freed arrays go back to the operating system (glibc's malloc; issue 14, memory).
+"""glibc's malloc: large freed arrays go back to the operating system, the heap's top stays
+(issue 14, memory and rebuild).
 
 glibc serves allocations above its mmap threshold from memory maps of their own,
 unmapped when freed, but raises the threshold to the size of every such block freed,
@@ -10,28 +11,40 @@ of their own: 143 MiB at 128 KiB, but every rebuild then faults in fresh pages f
 its arrays (rebuild 2.3x slower at 33,462 spheres); at 8 MiB only the largest arrays
 (the contact pool, the particle fields from about 350,000 particles) are mapped, the
 rebuild's smaller ones are reused from the heap: 162 MiB, the rebuild as fast within
-the noise (bench/README.md, Memory). A user's MALLOC_MMAP_THRESHOLD_ is left as it
+the noise (bench/README.md, Memory).
+
+The heap's own top is kept, though: glibc gives back the free memory at the top of the
+heap beyond its trim threshold (128 KiB), so each rebuild faulted its arrays in afresh
+(zeroed pages) after the last one had freed them: 10-11 against 8.2-8.8 ms per rebuild
+of the 33,462-sphere chute with a trim threshold of 1 GiB, and the same peak (96 MiB;
+bench/README.md, "Whole cost of a rebuild"). The memory kept is what the run held at its
+peak anyway. A user's MALLOC_MMAP_THRESHOLD_ or MALLOC_TRIM_THRESHOLD_ is left as it
 is; other C libraries are not touched.
 """
 import ctypes
 import ctypes.util
 import os
 
-M_MMAP_THRESHOLD = -3           # glibc malloc.h
-THRESHOLD = 8 << 20             # bytes
+M_TRIM_THRESHOLD = -1           # glibc malloc.h
+M_MMAP_THRESHOLD = -3
+SETTINGS = ((M_MMAP_THRESHOLD, "MALLOC_MMAP_THRESHOLD_", 8 << 20),      # bytes
+            (M_TRIM_THRESHOLD, "MALLOC_TRIM_THRESHOLD_", 1 << 30))
 _done = []
 
 
-def release_freed_arrays():
-    """Fix glibc's mmap threshold, once per process; False where it does not apply."""
+def tune_malloc():
+    """Fix glibc's mmap and trim thresholds, once per process (each unless the user's
+    environment sets it); False where this does not apply (another C library)."""
     if _done:
         return _done[0]
-    ok = False
-    if "MALLOC_MMAP_THRESHOLD_" not in os.environ:
-        try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-            ok = bool(libc.gnu_get_libc_version and libc.mallopt(M_MMAP_THRESHOLD, THRESHOLD))
-        except (OSError, AttributeError):
-            ok = False
+    ok = True
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.gnu_get_libc_version
+        for param, env, value in SETTINGS:
+            if env not in os.environ:
+                ok = bool(libc.mallopt(param, value)) and ok
+    except (OSError, AttributeError):
+        ok = False
     _done.append(ok)
     return ok

@@ -96,7 +96,7 @@ class Simulation:
             raise InputError("scheme must be None or a time-stepping scheme (pdem.Explicit(), "
                              "pdem.NSCD(...)), got %r" % (scheme,))
         self.scheme = Explicit() if scheme is None else scheme
-        heap.release_freed_arrays()         # freed arrays leave the resident set (heap.py)
+        heap.tune_malloc()          # large freed arrays unmapped, the heap's top kept (heap.py)
         self.domain = domain
         self.dt = dt
         self.gravity = g if domain.dim == 3 else np.array([g[0], g[1], 0.0])

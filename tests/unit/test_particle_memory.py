@@ -1,6 +1,6 @@
 """Memory of the particle store (issue 14): the fields of non-spherical bodies exist only
-when a body does (checkpoints keep format 10 either way), and freed arrays leave the
-resident set (pdem/heap.py)."""
+when a body does (checkpoints keep format 10 either way), large freed arrays leave the
+resident set and the heap's top stays for the next rebuild (pdem/heap.py)."""
 import os
 import subprocess
 import sys
@@ -107,7 +107,7 @@ def test_freed_arrays_leave_the_resident_set():
         import numpy as np
         if sys.argv[1] == "pdem":
             from pdem import heap
-            assert heap.release_freed_arrays()
+            assert heap.tune_malloc()
         def rss():
             with open("/proc/self/status") as fh:
                 return int(next(l for l in fh if l.startswith("VmRSS")).split()[1])
@@ -129,3 +129,36 @@ def test_freed_arrays_leave_the_resident_set():
     if grown["glibc"] < 24:
         pytest.skip("this C library does not keep freed blocks resident (%s)" % grown)
     assert grown["pdem"] < 4, grown
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc")
+def test_freed_heap_top_is_reused_without_page_faults():
+    """Arrays below the mmap threshold freed at the top of the heap and allocated again
+    (what every rebuild does): with glibc's trim threshold (128 KiB) the top goes back
+    to the system and each page is faulted in again; with pdem's (1 GiB) the second
+    round reuses them."""
+    code = textwrap.dedent("""
+        import resource, sys
+        import numpy as np
+        from pdem import heap
+        assert heap.tune_malloc()
+        def faults():
+            return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        def rebuild():
+            arrays = [np.ones(1 << 17) for i in range(32)]      # 32 x 1 MiB, touched
+            del arrays
+        rebuild()
+        before = faults()
+        rebuild()
+        print(faults() - before)
+    """)
+    env = dict(os.environ)
+    for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_"):
+        env.pop(name, None)
+    faults = {}
+    for how, extra in (("glibc", {"MALLOC_TRIM_THRESHOLD_": str(128 << 10)}), ("pdem", {})):
+        faults[how] = int(subprocess.run([sys.executable, "-c", code], env=dict(env, **extra),
+                                         check=True, capture_output=True, text=True).stdout)
+    if faults["glibc"] < 2048:          # 8192 pages of 4 KiB faulted again
+        pytest.skip("this C library keeps the heap's top (%s)" % faults)
+    assert faults["pdem"] < 256, faults
