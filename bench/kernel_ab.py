@@ -70,7 +70,7 @@ def main():
     b, wb = pk.batch, pl.batch
     touch, far = np.flatnonzero(b.active), np.flatnonzero(b.active == 0)
     # each subset's pair arrays, made once (not inside the timed calls)
-    subset = {name: (b.i1[k], b.i2[k], pk.owner1[k], pk.owner2[k])
+    subset = {name: (b.i1[k], b.i2[k])
               for name, k in (("touch", touch), ("far", far))}
     print("candidates %d, touching %d, floor rows %d of which %d touch; load %.1f" % (
         len(b.i1), len(touch), len(wb.i1), int(wb.active.sum()), os.getloadavg()[0]))
@@ -87,17 +87,17 @@ def main():
                   st.material, table, nmat, sim.dt, sim.flags)
         if kind == "all":
             p = d["all"]
-            return mod.sphere_sphere(b.i1, b.i2, *common, p.active, p.state, 1, pk.owner1,
-                                     pk.owner2, d["f"], d["t"], periodic=True, pool=p,
+            return mod.sphere_sphere(b.i1, b.i2, *common, p.active, p.state, 1, pk.owner,
+                                     d["f"], d["t"], periodic=True, pool=p,
                                      image_from=pk.image_from)
         if kind == "far":
             p = d["far"]
-            i1, i2, o1, o2 = subset["far"]
-            return mod.sphere_sphere(i1, i2, *common, p.active, p.state, 1, o1, o2, d["f"], d["t"],
+            i1, i2 = subset["far"]
+            return mod.sphere_sphere(i1, i2, *common, p.active, p.state, 1, pk.owner, d["f"], d["t"],
                                      periodic=True, pool=p, image_from=pk.image_from)
         if kind == "touch":
-            i1, i2, o1, o2 = subset["touch"]
-            return mod.sphere_sphere(i1, i2, *common, *d[kind], 1, o1, o2, d["f"], d["t"],
+            i1, i2 = subset["touch"]
+            return mod.sphere_sphere(i1, i2, *common, *d[kind], 1, pk.owner, d["f"], d["t"],
                                      periodic=True, image_from=pk.image_from)
         return mod.sphere_plane(wb.i1, wb.i2, st.pos, st.vel, st.angvel, st.radius, st.mass,
                                 st.material, sim.planes.point, sim.planes.normal,

@@ -31,7 +31,6 @@ class Pooled:
     def __init__(self, kind, order):
         b = kind.batch
         self.i1, self.i2 = b.i1[order], b.i2[order]
-        self.owner1, self.owner2 = kind.owner1[order], kind.owner2[order]
         self.active0 = b.active[order]
         slot = b.slot[order]
         has = slot >= 0
@@ -86,8 +85,8 @@ def main():
             evict.sum()
             t0 = time.perf_counter()
             if name != "mem":
-                ck.sphere_sphere(p.i1, p.i2, *common, p.active, p.state, 1, p.owner1, p.owner2,
-                                 f, t, pool=p, image_from=kind.image_from)
+                ck.sphere_sphere(p.i1, p.i2, *common, p.active, p.state, 1, kind.owner, f, t,
+                                 pool=p, image_from=kind.image_from)
                 t1 = t2 = time.perf_counter()
             else:
                 ck.sphere_sphere(p.i1, p.i2, *common, p.active, p.state, 1, pool=p,

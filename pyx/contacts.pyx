@@ -163,29 +163,26 @@ cdef struct Bodies:
 
 
 cdef struct Sums:
-    # in-pass force and torque sums (NULL owners: none)
-    const int* owner1
-    const int* owner2
+    # in-pass force and torque sums (NULL owner: none): the owned index that receives a
+    # contribution, or -1 (sphere pairs: per local particle; wall rows: per row)
+    const int* owner
     double* f
     double* t
 
 
-cdef int _sums_args(Sums* S, object f_out, object t_out, object o1, object o2,
-                    Py_ssize_t m, Py_ssize_t n_particles, bint wall) except -1:
-    """The optional in-pass sum arguments into S, all NULL when none is given (wall: a
-    wall kernel, whose o1 is None: only body 2 has an owner)."""
-    S.owner1 = S.owner2 = NULL
+cdef int _sums_args(Sums* S, object f_out, object t_out, object owner, str name,
+                    Py_ssize_t n_owner, Py_ssize_t n_particles) except -1:
+    """The optional in-pass sum arguments into S, all NULL when none is given; the
+    owner array `name` must have n_owner entries."""
+    S.owner = NULL
     S.f = S.t = NULL
-    if f_out is None and t_out is None and o1 is None and o2 is None:
+    if f_out is None and t_out is None and owner is None:
         return 0
-    if f_out is None or t_out is None or o2 is None or (o1 is None) != wall:
-        raise ValueError("in-pass sums need all of f_out, t_out and the owner arrays")
-    S.owner2 = <const int*>data(o2, "owner2", I32, 1, 0, False)
-    if o1 is not None:
-        S.owner1 = <const int*>data(o1, "owner1", I32, 1, 0, False)
-    for o in (o1, o2):
-        if o is not None and rows(o) != m:
-            raise ValueError("owner arrays: %d entries for %d contacts" % (rows(o), m))
+    if f_out is None or t_out is None or owner is None:
+        raise ValueError("in-pass sums need all of f_out, t_out and %s" % name)
+    S.owner = <const int*>data(owner, name, I32, 1, 0, False)
+    if rows(owner) != n_owner:
+        raise ValueError("%s: %d entries for %d" % (name, rows(owner), n_owner))
     S.f = <double*>data(f_out, "f_out", F64, 2, 3, True)
     S.t = <double*>data(t_out, "t_out", F64, 2, 3, True)
     if rows(f_out) != rows(t_out) or rows(f_out) > n_particles:
@@ -201,6 +198,8 @@ cdef struct Block:
     double inp[B_NIN][NB]
     double out[O_NOUT][NB]
     Py_ssize_t k[NB]          # the pairs' indices
+    int a[NB]                 # and their particles (sphere pairs)
+    int b[NB]
     int law[NB]               # their pair-table rows (offsets into the table)
 
 
@@ -518,8 +517,7 @@ cdef void block_finish(int nb, Block* blk, bint law, const Bodies* B, double dt,
     cdef double (*bout)[NB]
     # locals, not reloaded from *B, *S and worst after every store into a row
     cdef const double* pair_table = B.pair_table
-    cdef const int* owner1 = S.owner1
-    cdef const int* owner2 = S.owner2
+    cdef const int* owner = S.owner
     cdef double* fsum = S.f
     cdef double* tsum = S.t
     cdef double* energy = B.energy
@@ -559,16 +557,16 @@ cdef void block_finish(int nb, Block* blk, bint law, const Bodies* B, double dt,
         if not (ratio <= worst_ratio) and worst_ratio == worst_ratio:   # a NaN stays
             worst_ratio = ratio
             worst_k = k
-        if owner1 != NULL:
+        if owner != NULL:
             if fast:
                 t1 = cld(bout, O_T1, j)
                 t2 = cld(bout, O_T2, j)
             else:
                 lever_torques(cld(bout, O_N, j), L, un, ra, rb, flags, &t1, &t2)
-            p = owner1[k]
+            p = owner[blk.a[j]]            # (per particle: near the pair's other data)
             if p >= 0:
                 add_ft(fsum + 3 * p, tsum + 3 * p, L.force, -1.0, t1)
-            p = owner2[k]
+            p = owner[blk.b[j]]
             if p >= 0:
                 add_ft(fsum + 3 * p, tsum + 3 * p, L.force, 1.0, t2)
     worst[0] = worst_ratio
@@ -669,6 +667,8 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
                 freed_row(fr, slot, k)
             continue
         blk.k[nb] = k
+        blk.a[nb] = a
+        blk.b[nb] = b
         cst(bin, B_X2, nb, x2)
         bin[B_DIST2][nb] = dist2
         bin[B_R1][nb] = radius[a]
@@ -738,17 +738,19 @@ cdef int law_rows(Bodies* B) except -1:
 @cython.wraparound(False)
 def sphere_sphere(i1, i2, pos, image, cell, vel, angvel, radius, mass, material, pair_table,
                   int n_materials, double dt, int flags, active, state, int n_threads,
-                  owner1=None, owner2=None, f_out=None, t_out=None, bint periodic=True,
+                  owner=None, f_out=None, t_out=None, bint periodic=True,
                   bint blocks=True, energy=None, pool=None, int image_from=0):
     """Update every candidate pair of the batch; returns (max overlap / smaller radius, pair).
 
-    In-pass sums: with owner1, owner2, f_out, t_out as for `scatter`, f_out and t_out are
-    zeroed and each active pair is added to its owned particles right after it is
-    computed, while its row is in cache (a separate pass re-reads every row from memory).
-    These are the additions of `scatter` in the same order (same bits); `sphere_plane`
-    with its wall_owner, f_out, t_out then adds the wall contacts. On several threads the
-    owners must be split_owners' (no particle with rows on two threads), the shared
-    particles' rows added after the call by `gather`.
+    In-pass sums: with owner (per local particle: the owned index its side of a pair is
+    added to, or -1; the owner1, owner2 of `scatter` are owner[i1], owner[i2]), f_out and
+    t_out, f_out and t_out are zeroed and each active pair is added to its owned
+    particles right after it is computed, while its row is in cache (a separate pass
+    re-reads every row from memory). These are the additions of `scatter` in the same
+    order (same bits); `sphere_plane` with its wall_owner, f_out, t_out then adds the
+    wall contacts. On several threads owner must be -1 for split_owners' shared
+    particles (no other particle has rows on two threads), whose rows are added after
+    the call by `gather`.
     periodic=False: no periodic axis (the images are all zero and are not read).
     image_from: the rows below it have zero images (the owned rows after a build), so
     that a pair of two of them reads no image.
@@ -773,7 +775,7 @@ def sphere_sphere(i1, i2, pos, image, cell, vel, angvel, radius, mass, material,
     cdef Fresh* fresh = NULL
     bodies_init(&B, pos, vel, angvel, radius, mass, material, pair_table, n_materials,
                 energy, m)
-    _sums_args(&S, f_out, t_out, owner1, owner2, m, rows(pos), False)
+    _sums_args(&S, f_out, t_out, owner, "owner", rows(pos), rows(pos))
     B.image = <const int*>data(image, "image", I32, 2, 3, False)
     B.cell = <const double*>data(cell, "cell", F64, 2, 3, False)
     if rows(cell) != 6:
@@ -828,7 +830,7 @@ cdef void plane_finish(int nb, Block* blk, bint law, const Bodies* B, const Plan
     then per row in row order the increments and the law (the scalar route for rows that
     form and for turns too large for the small-step forms), the wall's work, the worst
     overlap and the in-pass sums
-    (the particle's owner in S.owner2)."""
+    (the particle's owner in S.owner, per row)."""
     cdef int j, q
     cdef Py_ssize_t k
     cdef bint fast
@@ -873,7 +875,7 @@ cdef void plane_finish(int nb, Block* blk, bint law, const Bodies* B, const Plan
         if not (ratio <= worst_ratio) and worst_ratio == worst_ratio:   # a NaN stays
             worst_ratio = ratio
             worst_k = k
-        q = S.owner2[k] if S.owner2 != NULL else -1
+        q = S.owner[k] if S.owner != NULL else -1
         if q >= 0:                 # (-1: split_owners' shared particle, added later)
             if fast:           # add_row's operations on the block's torque
                 add_ft(S.f + 3 * q, S.t + 3 * q, L.force, 1.0, cld(bout, O_T2, j))
@@ -974,7 +976,7 @@ def sphere_plane(particle, plane, pos, vel, angvel, radius, mass, material, plan
     cdef double* pstate
     bodies_init(&B, pos, vel, angvel, radius, mass, material, pair_table, n_materials,
                 energy, m)
-    _sums_args(&S, f_out, t_out, None, wall_owner, m, rows(pos), True)
+    _sums_args(&S, f_out, t_out, wall_owner, "wall_owner", m, rows(pos))
     if m == 0:
         return pick_worst(worst)
     W.particle = pparticle

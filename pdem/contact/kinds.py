@@ -232,14 +232,18 @@ class TwoBodyRows(Interaction):
     def __init__(self, sim):
         super().__init__(sim)
         self.owner1 = self.owner2 = np.empty(0, np.int32)
+        self.owner = None                    # per local particle (take)
+        self._particle_owner = None          # PairContacts.particle_owner on threads
         self._gather = None                  # per-particle lists (threads > 1)
         self._shared_lists = None            # those of split's shared particles
 
     def take(self, rows, b):
-        """Make `rows` (local indices set) the batch; owners from the Build `b`."""
+        """Make `rows` (local indices set) the batch; owners from the Build `b` (per
+        row, and per local particle: self.owner)."""
         self.batch = rows
+        self.owner = b.owner
         self.owner1, self.owner2 = np.take(b.owner, rows.i1), np.take(b.owner, rows.i2)
-        self._gather = None
+        self._gather = self._particle_owner = None
 
     def owners(self):
         return (self.owner1, self.owner2)
@@ -250,6 +254,7 @@ class TwoBodyRows(Interaction):
 
     def set_owners(self, owner1, owner2):
         self.owner1, self.owner2 = owner1, owner2
+        self.owner = self._particle_owner = None   # until the next build (take)
 
     def n_active(self):
         return int(np.count_nonzero(self.batch.active[self.owner1 >= 0])) if len(self) else 0
@@ -309,12 +314,11 @@ class PairContacts(TwoBodyRows):
     def compute(self, table, nmat, f, t):
         sim, b = self.sim, self.batch
         st = sim.store
-        owners, shared = (self.split((self.owner1, self.owner2), len(f)) if f is not None
-                          else ((None, None), None))
+        owner, shared = self.particle_owner(len(f)) if f is not None else (None, None)
         ratio, k = ck.sphere_sphere(b.i1, b.i2, st.pos, st.image, sim.cell.kernel, st.vel,
                                     st.angvel, st.radius, st.mass, st.material, table, nmat,
                                     sim.dt, sim.flags, b.active, b.state, sim.threads,
-                                    *owners, f, t, periodic=any(sim.domain.periodic),
+                                    owner, f, t, periodic=any(sim.domain.periodic),
                                     energy=sim.energy_tracker.kernel_rows(self),
                                     pool=b if b.slot is not None else None,
                                     image_from=self.image_from)
@@ -324,6 +328,21 @@ class PairContacts(TwoBodyRows):
             return overlap_message(sim, ratio, "particles %d and %d" % (min(i, j), max(i, j)),
                                    min(st.radius[b.i1[k]], st.radius[b.i2[k]]))
         return None
+
+    def particle_owner(self, n_own):
+        """The in-pass kernel's owner per local particle (the build's, Build.owner) and
+        split's shared owners: on several threads, the particles with rows on two
+        threads are -1 (split_owners; their rows are added after the kernel)."""
+        owners, shared = self.split((self.owner1, self.owner2), n_own)
+        if shared is None:
+            return self.owner, None
+        c = self._particle_owner
+        if c is None or c[0] is not shared:
+            gone = np.zeros(n_own + 1, bool)      # (slot n_own: the -1 entries)
+            gone[shared[0]] = gone[shared[1]] = True
+            o = self.owner
+            self._particle_owner = c = (shared, np.where(gone[o], -1, o).astype(np.int32))
+        return c[1], shared
 
     def public(self):
         b, st = self.batch, self.sim.store

@@ -8,6 +8,7 @@ import pytest
 
 import pdem
 from pdem._kernels import contacts as ck
+from pdem.contact.kinds import NO_ROWS
 
 
 def walled_bed(threads, shuffle=False):
@@ -94,6 +95,50 @@ def test_inpass_sums_argument_checks():
             st.radius, st.mass, st.material, table, 1, sim.dt, sim.flags, b.active, b.state)
     f, t = st.force[:st.n_own], st.torque[:st.n_own]
     with pytest.raises(ValueError, match="need all"):
-        ck.sphere_sphere(*args, 1, pairs.owner1, None, f, t)
-    with pytest.raises(ValueError, match="owner arrays"):
-        ck.sphere_sphere(*args, 1, pairs.owner1[:-1], pairs.owner2, f, t)
+        ck.sphere_sphere(*args, 1, pairs.owner, None, t)
+    with pytest.raises(ValueError, match="owner: %d entries for %d" % (st.n - 1, st.n)):
+        ck.sphere_sphere(*args, 1, pairs.owner[:-1], f, t)
+
+
+@pytest.mark.parametrize("periodic", [False, True])
+def test_inpass_pair_sums_equal_scatter(periodic):
+    """The pair kernel's in-pass sums, which read the owner of each local particle
+    (Build.owner: a periodic image's is its owned particle's), add exactly what `scatter`
+    adds from the per-row owners owner1 = owner[i1], owner2 = owner[i2], in the same
+    order: the same bits."""
+    if periodic:
+        sim = pdem.Simulation(pdem.Domain((0, 0, 0), (0.012, 0.012, 0.012), periodic=(True,) * 3),
+                              dt=1e-5)
+        m = sim.material("g", density=2500, law="hooke", kn=200.0, kt=60.0, gamma_n=7000.0,
+                         friction=0.5)
+        rng = np.random.default_rng(3)
+        g = (np.arange(5) + 0.5) * 0.0024
+        pos = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3)
+        sim.add_spheres(pos + rng.uniform(-2e-4, 2e-4, pos.shape), 1.25e-3, m,
+                        velocities=rng.normal(0, 0.05, pos.shape),
+                        angular_velocities=rng.normal(0, 20, pos.shape))
+    else:
+        sim = walled_bed(1, shuffle=True)
+    sim.run(steps=200)
+    st, table, pairs = sim.store, sim.materials.table(), sim.interactions["pair"]
+    b = pairs.batch
+    assert np.count_nonzero(b.active) > 20
+    if periodic:
+        assert (b.i2 >= st.n_own).any() and (pairs.owner2[b.i2 >= st.n_own] >= 0).all()
+    sums = []
+    for inpass in (True, False):
+        state, active, slot = b.state.copy(), b.active.copy(), b.slot.copy()
+        pool = type("Pool", (), dict(state=state, slot=slot, free=b.free.copy(), n_free=b.n_free))
+        f, t = np.zeros((st.n_own, 3)), np.zeros((st.n_own, 3))
+        args = (b.i1, b.i2, st.pos, st.image, sim.cell.kernel, st.vel, st.angvel, st.radius,
+                st.mass, st.material, table, 1, sim.dt, sim.flags, active, state, 1)
+        if inpass:
+            ck.sphere_sphere(*args, pairs.owner, f, t, pool=pool, image_from=pairs.image_from)
+        else:
+            ck.sphere_sphere(*args, pool=pool, image_from=pairs.image_from)
+            ck.scatter(pairs.owner1, pairs.owner2, active, pool.state, *NO_ROWS, st.radius,
+                       sim.lever_flags, f, t, False, pool.slot)
+        sums.append((f, t))
+    assert np.abs(sums[0][0]).max() > 0
+    for a, c in zip(*sums):
+        assert a.tobytes() == c.tobytes()

@@ -91,10 +91,13 @@ def test_contact_kernels_name_the_bad_argument():
         assert words in str(e.value), (name, str(e.value))
     f = np.zeros((4, 3))
     with pytest.raises(ValueError, match="t_out: expected a C-contiguous writable float64"):
-        ck.sphere_sphere(**common, owner1=i, owner2=i, f_out=f, t_out=np.zeros((4, 3), np.float32))
-    # a pair has two owners: sums without owner1 would silently leave out particle 1
-    with pytest.raises(ValueError, match="in-pass sums need all of f_out, t_out and the owner"):
-        ck.sphere_sphere(**common, owner2=i, f_out=f, t_out=f.copy())
+        ck.sphere_sphere(**common, owner=np.arange(4, dtype=np.int32), f_out=f,
+                         t_out=np.zeros((4, 3), np.float32))
+    with pytest.raises(ValueError, match="in-pass sums need all of f_out, t_out and owner"):
+        ck.sphere_sphere(**common, f_out=f, t_out=f.copy())
+    # the owner of every local particle (a pair's particle 2 may be any of them)
+    with pytest.raises(ValueError, match="owner: 1 entries for 4"):
+        ck.sphere_sphere(**common, owner=i, f_out=f, t_out=f.copy())
 
 
 def test_gather_rows_checks_its_columns():

@@ -72,7 +72,8 @@ class PairScene:
         the number of pairs in contact."""
         n = len(self.radius)
         f, t = np.zeros((n, 3)), np.zeros((n, 3))
-        sums = (self.i1, self.i2, f, t) if threads == 1 else (None, None, None, None)
+        # every particle owned, adding to itself
+        sums = (np.arange(n, dtype=np.int32), f, t) if threads == 1 else (None, None, None)
         pool = self.pool
         worst = ck.sphere_sphere(self.i1, self.i2, self.pos, self.image,
                                  fixed_cell(np.full(3, L)), self.vel,
@@ -405,7 +406,7 @@ def law_steps(energy, blocks=True, threads=1):
     for d in moves:
         sc.place(d)
         f, t = np.zeros((2 * m, 3)), np.zeros((2 * m, 3))
-        sums = (sc.i1, sc.i2, f, t) if threads == 1 else (None,) * 4
+        sums = (np.arange(2 * m, dtype=np.int32), f, t) if threads == 1 else (None,) * 3
         e = np.zeros((m, len(ck.energy_columns()) - 1)) if energy else None
         worst = ck.sphere_sphere(sc.i1, sc.i2, sc.pos, sc.image, fixed_cell(np.full(3, L)),
                                  sc.vel, sc.angvel, sc.radius, sc.mass, sc.material, sc.table,
