@@ -172,7 +172,7 @@ def worker_pdem(args):
     n = sim.n_particles
     sim.run(steps=1)                           # warm-up step: neighbor list (not timed)
     if args.forced:         # a rebuild on every step, as LAMMPS's `neigh_modify check no`
-        sim.events.every(1, lambda s: setattr(s, "_dirty", True), name="rebuild")
+        sim.events.every(1, lambda s: s.request_rebuild(), name="rebuild")
     start = None if args.no_state else pdem_state(sim)
     wall, cpu, rebuilt, sent = timed_run(sim, args.steps)
     walls, cpus = comm.allgather(wall), comm.allgather(cpu)

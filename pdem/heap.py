@@ -16,10 +16,12 @@ the noise (bench/README.md, Memory).
 The heap's own top is kept, though: glibc gives back the free memory at the top of the
 heap beyond its trim threshold (128 KiB), so each rebuild faulted its arrays in afresh
 (zeroed pages) after the last one had freed them: 10-11 against 8.2-8.8 ms per rebuild
-of the 33,462-sphere chute with a trim threshold of 1 GiB, and the same peak (96 MiB;
-bench/README.md, "Whole cost of a rebuild"). The memory kept is what the run held at its
-peak anyway. A user's MALLOC_MMAP_THRESHOLD_ or MALLOC_TRIM_THRESHOLD_ is left as it
-is; other C libraries are not touched.
+of the 33,462-sphere chute with a trim threshold of 1 GiB. The price is a higher peak
+where a large mapped array (the contact pool) is made while the kept top is free: 158.7
+against 149.0 MiB at 130,438 spheres, 795 against 729 marginal bytes per particle
+(bench/README.md, "Whole cost of a rebuild"); MALLOC_TRIM_THRESHOLD_=131072 trades it
+back. A user's MALLOC_MMAP_THRESHOLD_ or MALLOC_TRIM_THRESHOLD_ is left as it is;
+other C libraries are not touched.
 """
 import ctypes
 import ctypes.util
@@ -40,7 +42,7 @@ def tune_malloc():
     ok = True
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.gnu_get_libc_version
+        libc.gnu_get_libc_version               # glibc only: AttributeError elsewhere
         for param, env, value in SETTINGS:
             if env not in os.environ:
                 ok = bool(libc.mallopt(param, value)) and ok

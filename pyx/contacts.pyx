@@ -1134,7 +1134,9 @@ def split_owners(const int[::1] owner1, owner2_arg, int n_own, int n_threads):
     """In-pass sums on n_threads threads. sphere_sphere and sphere_plane give thread t the
     rows [m t / T, m (t + 1) / T); a particle all of whose rows lie in one thread's range
     is added to by that thread alone, in row order (the additions of one thread). Returns
-    the owners for the kernel (-1 for the other, shared, particles) and the owners of the
+    the owners for the kernel (-1 for the other, shared, particles; per row: sphere_plane's
+    wall_owner, whereas sphere_sphere takes an owner per particle derived from the shared
+    ones, PairContacts.particle_owner) and the owners of the
     shared particles alone (-1 elsewhere), whose rows are added after the kernel in row
     order (`gather`, `add_wall_forces`): the same additions in the same order, hence the
     same bits, as on one thread. owner2_arg: None for wall rows (one particle per row)."""
