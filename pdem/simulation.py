@@ -133,6 +133,7 @@ class Simulation:
         self.region_walls = RegionWalls()        # level-set containers (seed 002)
         self.store = ParticleStore()
         self.store.enable(self.scheme.particle_fields)
+        self._working_kinds = None
         self.interactions = {cls.name: cls(self) for cls in KINDS}
         self.box_length = np.ascontiguousarray(domain.length)
         self.cell = Cell(self)                   # H, L, stress control (pdem/cell.py)
@@ -927,9 +928,15 @@ class Simulation:
     def working_kinds(self):
         """The interaction kinds with rows, and the one that starts the force sums: a
         kind without rows adds nothing and reports nothing (a scene of spheres skips the
-        other 16 kinds' calls every step)."""
-        return [kind for kind in self.interactions.values()
-                if kind.starts_sums or len(kind.batch.key)]     # len(kind), inlined
+        other 16 kinds' calls every step). Kept until a kind gets new rows (its batch
+        setter calls forget_working_kinds); the caller must not change the list."""
+        if self._working_kinds is None:
+            self._working_kinds = [kind for kind in self.interactions.values()
+                                   if kind.starts_sums or len(kind.batch)]
+        return self._working_kinds
+
+    def forget_working_kinds(self):
+        self._working_kinds = None
 
     def _coincident(self, i):
         """Id of another particle (owned or ghost) whose centre coincides with local

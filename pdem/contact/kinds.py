@@ -128,6 +128,16 @@ class Interaction:
         self.sim = sim
         self.batch = ContactBatch()
 
+    @property
+    def batch(self):
+        """The kind's rows (pdem.contact.store.ContactBatch; its length is fixed)."""
+        return self._batch
+
+    @batch.setter
+    def batch(self, rows):
+        self._batch = rows
+        self.sim.forget_working_kinds()
+
     def attach(self, ids):
         """Owners of rows read from a checkpoint: the owned index of each particle the
         key names, among the owned ids `ids`."""

@@ -110,13 +110,12 @@ class GhostExchange:
         """Copy the source rows of each array (rows = local particles, ghosts after the
         owned ones) into its ghost rows, in the order of the build (later swaps forward
         ghosts of earlier ones; kernels in pyx/ghost_copy.pyx, no temporaries)."""
-        cart = self.dec.cart
-        width = sum(a.shape[1] for a in arrays)
         for step in self._plan():
             if step[0] == "local":                       # periodic images of this rank
                 for a in arrays:
                     gather_rows(a, 0, a, step[1], step[2])
                 continue
+            cart, width = self.dec.cart, sum(a.shape[1] for a in arrays)
             reqs, received = [], []
             for k, sel, dest, source, first, count in step[1]:
                 if count:

@@ -291,3 +291,23 @@ def test_bad_input():
     s2.bond_contacts("c")
     with pytest.raises(pdem.InputError, match="critical time step .* bond material 'c'"):
         s2.step()
+
+
+def test_bond_made_during_a_run_acts_from_the_next_step():
+    """The kinds with rows are kept between steps (Simulation.working_kinds): a bond
+    made after steps without any still loads its particles, F = kn A v t from the
+    length at which it formed."""
+    dom = pdem.Domain((-5, -5, -5), (5, 5, 5))
+    sim = pdem.Simulation(dom, DT, comm=MPI.COMM_SELF)
+    sim.material("m", 1000.0, kn=1e6)
+    sim.add_spheres([[0, 0, 0], [2.5, 0, 0]], 1.0, "m")
+    sim.bond_material("b", kn=KN, ks=KS, tensile_strength=1e9, shear_strength=1e9)
+    v = 1.0
+    sim.set_velocity([0], (0, 0, 0), (0, 0, 0), block=True)
+    sim.set_velocity([1], (v, 0, 0), (0, 0, 0), block=True)
+    sim.run(5)
+    assert "bond" not in [k.name for k in sim.working_kinds()]
+    assert sim.bond_contacts("b", gap=0.6) == 1
+    sim.run(37)
+    assert sim.particles()["force"][0] == pytest.approx([KN * A * v * 37 * DT, 0, 0],
+                                                       rel=1e-9)
