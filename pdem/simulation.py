@@ -936,6 +936,7 @@ class Simulation:
         return self._working_kinds
 
     def forget_working_kinds(self):
+        """A kind's rows changed: working_kinds lists the kinds anew at its next call."""
         self._working_kinds = None
 
     def _coincident(self, i):
