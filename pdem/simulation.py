@@ -1030,7 +1030,8 @@ class Simulation:
         owner = self._owners(order, n_own)
         build = Build(n_own, owner, list_skin, cutoff, restore, order_key)
         for kind in kinds:
-            kind.build(build)
+            if kind.needs_build():
+                kind.build(build)
         self.scheme.after_build(self)
         self._build_pos = build_pos if restore else st.pos[:n_own].copy()
         self._dirty = self._restoring = False

@@ -138,6 +138,11 @@ class Interaction:
         self._batch = rows
         self.sim.forget_working_kinds()
 
+    def needs_build(self):
+        """False when a rebuild would give this kind no rows and it has none (its build
+        is then skipped)."""
+        return True
+
     def attach(self, ids):
         """Owners of rows read from a checkpoint: the owned index of each particle the
         key names, among the owned ids `ids`."""
@@ -675,6 +680,9 @@ class ShapeRows:
     tol = 1e-10                     # common-normal convergence, relative to the size
     max_iter = 50
     warm = True                     # start from the last normal (False: benchmarks)
+
+    def needs_build(self):
+        return self.sim.shapes or len(self.batch) > 0       # rows of non-spheres only
 
     def _sized(self):
         m = len(self.batch)

@@ -210,6 +210,36 @@ def test_ellipsoid_with_equal_axes_follows_the_sphere(law):
     assert np.max(np.abs(c["force"] - d["force"])) < 1e-8 * np.abs(c["force"]).max()
 
 
+
+def test_ellipsoid_added_to_a_running_sphere_scene_collides_as_a_sphere():
+    """Rebuilds of a scene of spheres skip the non-sphere kinds (needs_build); an
+    ellipsoid a = b = c added after such rebuilds gets its contacts: the same trajectory
+    as a sphere added instead, to round-off (see the test above)."""
+    runs = []
+    for kind in ("sphere", "ellipsoid"):
+        sim = box(1.0, periodic=(True, True, False), dt=1e-5, gravity=(0, 0, -G))
+        m = sim.material("m", density=1000.0, kn=2e3, friction=0.4, restitution=0.5)
+        sim.add_plane((0, 0, 0), (0, 0, 1), m)
+        sim.add_spheres([[0.52, 0.53, 0.0503]], 0.05, m, angular_velocities=[[1.0, 0, 0]])
+        sim.run(500)
+        assert sim.n_rebuilds >= 1 and not sim.shapes
+        pos, vel = [[0.40, 0.50, 0.0502]], [[0.5, 0.1, 0.0]]
+        if kind == "sphere":
+            sim.add_spheres(pos, 0.05, m, velocities=vel, angular_velocities=[[0, 0, 3.0]])
+        else:
+            sim.add_ellipsoids(pos, [[0.05] * 3], m, orientations=[Q0], velocities=vel,
+                               angular_velocities=[[0, 0, 3.0]])
+        sim.run(6000)
+        runs.append((sim.particles(), sim.contacts()))
+    (p, c), (q, d) = runs
+    assert np.any(c["kind"] == "pair") and np.any(d["kind"] == "ellpair")
+    assert len(c["id2"]) == len(d["id2"]) >= 2
+    for k in ("position", "velocity", "angular_velocity"):
+        scale = np.abs(p[k]).max()
+        assert np.max(np.abs(p[k] - q[k])) < 1e-10 * scale, k
+    fc, fd = (x["force"][np.lexsort((x["id2"], x["id1"], x["wall"]))] for x in (c, d))
+    assert np.max(np.abs(fc - fd)) < 1e-8 * np.abs(fc).max()
+
 def head_on(dt, orientations=None):
     """Two ellipsoids (0.1, 0.05, 0.03), aligned by default, approaching along their
     major axes; elastic and frictionless."""
