@@ -160,7 +160,7 @@ class MeshWalls:
 
     @property
     def moving(self):
-        return bool(self.walls) and any(w.motion is not None for w in self.walls)
+        return any(w.motion is not None for w in self.walls)
 
     def move(self, dt):
         """Move every moving wall over one step (t -> t + dt)."""

@@ -166,9 +166,11 @@ def test_dropped_ellipsoid_rests_on_its_flat_side():
 
 
 def two_particles(kind, law="hooke", dt=1e-5, restitution=0.5, friction=0.4,
-                  gravity=(0, 0, -G)):
+                  gravity=(0, 0, -G), settle=0):
     """A sphere (or the ellipsoid a = b = c of the same radius) hitting another one
-    obliquely while both rest on a plane: pair, plane, friction, rotation."""
+    obliquely while both rest on a plane: pair, plane, friction, rotation. settle > 0:
+    the other one is a sphere, alone for `settle` steps (rebuilds of a scene of spheres)
+    before the first is added."""
     sim = box(1.0, periodic=(True, True, False), dt=dt, gravity=gravity)
     stiffness = dict(kn=2e3) if law == "hooke" else dict(law="hertz", young=5e6, poisson=0.3)
     m = sim.material("m", density=1000.0, friction=friction, restitution=restitution,
@@ -177,12 +179,28 @@ def two_particles(kind, law="hooke", dt=1e-5, restitution=0.5, friction=0.4,
     pos = [[0.40, 0.50, 0.0502], [0.52, 0.53, 0.0503]]   # not exactly touching
     vel = [[0.5, 0.1, 0.0], [0.0, 0.0, 0.0]]
     w = [[0, 0, 3.0], [1.0, 0, 0]]
+    if settle:
+        sim.add_spheres(pos[1:], 0.05, m, velocities=vel[1:], angular_velocities=w[1:])
+        sim.run(settle)
+        assert sim.n_rebuilds >= 1 and not sim.shapes
+        pos, vel, w = pos[:1], vel[:1], w[:1]
     if kind == "sphere":
         sim.add_spheres(pos, 0.05, m, velocities=vel, angular_velocities=w)
     else:
-        sim.add_ellipsoids(pos, [[0.05] * 3] * 2, m, orientations=[Q0] * 2, velocities=vel,
-                           angular_velocities=w)
+        sim.add_ellipsoids(pos, [[0.05] * 3] * len(pos), m, orientations=[Q0] * len(pos),
+                           velocities=vel, angular_velocities=w)
     return sim
+
+
+def assert_same_motion(p, c, q, d):
+    """Positions, velocities and spins of two runs (particles(), contacts()) equal to
+    1e-10 of their scale, the contact forces (matched by wall and ids) to 1e-8."""
+    assert len(c["id2"]) == len(d["id2"]) >= 2
+    for k in ("position", "velocity", "angular_velocity"):
+        scale = np.abs(p[k]).max()
+        assert np.max(np.abs(p[k] - q[k])) < 1e-10 * scale, k
+    fc, fd = (x["force"][np.lexsort((x["id2"], x["id1"], x["wall"]))] for x in (c, d))
+    assert np.max(np.abs(fc - fd)) < 1e-8 * np.abs(fc).max()
 
 
 Q0 = np.array([0.8, 0.2, 0.4, -0.4])          # a unit quaternion
@@ -200,15 +218,10 @@ def test_ellipsoid_with_equal_axes_follows_the_sphere(law):
         sim.run(6000)
         runs.append((sim.particles(), sim.contacts()))
     (p, c), (q, d) = runs
-    assert len(c["id2"]) >= 2 and len(c["id2"]) == len(d["id2"])
     assert np.any(c["kind"] == "pair")
-    for k in ("position", "velocity", "angular_velocity"):
-        scale = np.abs(p[k]).max()
-        assert np.max(np.abs(p[k] - q[k])) < 1e-10 * scale, k
+    assert_same_motion(p, c, q, d)
     for qs, qe in zip(p["orientation"], q["orientation"]):   # the same turn from Q0
         assert np.max(np.abs(rot(qe) @ rot(Q0).T - rot(qs))) < 1e-10
-    assert np.max(np.abs(c["force"] - d["force"])) < 1e-8 * np.abs(c["force"]).max()
-
 
 
 def test_ellipsoid_added_to_a_running_sphere_scene_collides_as_a_sphere():
@@ -217,28 +230,13 @@ def test_ellipsoid_added_to_a_running_sphere_scene_collides_as_a_sphere():
     as a sphere added instead, to round-off (see the test above)."""
     runs = []
     for kind in ("sphere", "ellipsoid"):
-        sim = box(1.0, periodic=(True, True, False), dt=1e-5, gravity=(0, 0, -G))
-        m = sim.material("m", density=1000.0, kn=2e3, friction=0.4, restitution=0.5)
-        sim.add_plane((0, 0, 0), (0, 0, 1), m)
-        sim.add_spheres([[0.52, 0.53, 0.0503]], 0.05, m, angular_velocities=[[1.0, 0, 0]])
-        sim.run(500)
-        assert sim.n_rebuilds >= 1 and not sim.shapes
-        pos, vel = [[0.40, 0.50, 0.0502]], [[0.5, 0.1, 0.0]]
-        if kind == "sphere":
-            sim.add_spheres(pos, 0.05, m, velocities=vel, angular_velocities=[[0, 0, 3.0]])
-        else:
-            sim.add_ellipsoids(pos, [[0.05] * 3], m, orientations=[Q0], velocities=vel,
-                               angular_velocities=[[0, 0, 3.0]])
+        sim = two_particles(kind, settle=500)
         sim.run(6000)
         runs.append((sim.particles(), sim.contacts()))
     (p, c), (q, d) = runs
     assert np.any(c["kind"] == "pair") and np.any(d["kind"] == "ellpair")
-    assert len(c["id2"]) == len(d["id2"]) >= 2
-    for k in ("position", "velocity", "angular_velocity"):
-        scale = np.abs(p[k]).max()
-        assert np.max(np.abs(p[k] - q[k])) < 1e-10 * scale, k
-    fc, fd = (x["force"][np.lexsort((x["id2"], x["id1"], x["wall"]))] for x in (c, d))
-    assert np.max(np.abs(fc - fd)) < 1e-8 * np.abs(fc).max()
+    assert_same_motion(p, c, q, d)
+
 
 def head_on(dt, orientations=None):
     """Two ellipsoids (0.1, 0.05, 0.03), aligned by default, approaching along their
