@@ -29,11 +29,11 @@ if [ ! -x "$PY" ]; then
     log "creating virtual environment $VENV"
     python3 -m venv "$VENV"
 fi
-if ! "$PY" -c "import numpy, scipy, Cython, mpi4py, pytest, pytest_mpi, pytest_timeout, matplotlib, gmsh, trimesh, fcl" 2>/dev/null; then
+if ! "$PY" -c "import numpy, scipy, Cython, mpi4py, pytest, pytest_mpi, pytest_timeout, xdist, matplotlib, gmsh, trimesh, fcl" 2>/dev/null; then
     log "installing Python packages"
     "$PY" -m pip install -q --upgrade pip setuptools wheel
     # scipy: convex hulls of polyhedra, and test references
-    "$PY" -m pip install -q "numpy>=1.24" scipy "cython>=3.0" mpi4py pytest pytest-mpi pytest-timeout matplotlib gmsh
+    "$PY" -m pip install -q "numpy>=1.24" scipy "cython>=3.0" mpi4py pytest pytest-mpi pytest-timeout pytest-xdist matplotlib gmsh
     # tests only (independent references for polyhedra, docs/polyhedra.md)
     "$PY" -m pip install -q trimesh python-fcl
 fi
