@@ -183,6 +183,9 @@ class WallContacts(Interaction):
     def owners(self):
         return (self.batch.i1,)
 
+    def needs_build(self):
+        return self.n_elements() > 0 or len(self.batch) > 0
+
     @staticmethod
     def key_particles(key):
         return (keys.particle(key),)
@@ -425,6 +428,9 @@ class FacetContacts(WallContacts):
         self.groups = np.zeros(1, np.int64)
         self.holder = np.zeros(0, np.int32)      # per row: its effective contact's row
         self.n_local_facets = 0
+
+    def n_elements(self):
+        return self.sim.mesh_walls.n_facets
 
     def build(self, b):
         """Only the facets whose box, enlarged by the skin, overlaps this rank's

@@ -130,3 +130,41 @@ def test_bad_editing_input():
         sim.set_material([0], "heavier")
     with pytest.raises(pdem.InputError, match="ids must be integers"):
         sim.set_external_load([0.5], force=(1, 0, 0))
+
+
+def add_floor(sim, wall, m):
+    """A floor at z = 0 made of one wall of the given kind."""
+    from pdem.contact import shapes
+    if wall == "plane":
+        sim.add_plane((0, 0, 0), (0, 0, 1), m)
+    elif wall == "region":
+        sim.add_region_wall(pdem.HalfSpace((0, 0, 0), (0, 0, -1)), m)
+    elif wall == "segment":                      # a rod along x under the sphere
+        sim.add_segments([[-0.9, 0, 0]], [[0.9, 0, 0]], m)
+    else:
+        sim.add_mesh_wall(shapes.rectangle((-0.9, -0.9), (0.9, 0.9), 0.0), m)
+
+
+@pytest.mark.parametrize("wall", ["plane", "region", "segment", "mesh"])
+def test_wall_added_to_a_running_scene_acts_as_if_there_from_the_start(wall):
+    """A spinning sphere thrown down onto a floor bounces off it. The floor is there from
+    the start, or added after 300 steps of the sphere alone (rebuilds of a scene without
+    a wall of that kind, whose build is then skipped: Interaction.needs_build): the same
+    trajectory, bit for bit, and the sphere ends above the floor, moving up."""
+    runs = []
+    for later in (False, True):
+        sim = pdem.Simulation(pdem.Domain((-1, -1, -1), (1, 1, 1), periodic=(True, True, False)),
+                              dt=1e-4, gravity=(0, 0, -9.81))
+        m = sim.material("m", density=1000.0, kn=1e4, restitution=0.5, friction=0.3)
+        sim.add_spheres([[0.01, 0.0, 0.4]], 0.1, m, velocities=[[0.2, 0.0, -1.0]],
+                        angular_velocities=[[0.0, 3.0, 0.0]])
+        if later:
+            sim.run(300)
+            assert sim.n_rebuilds >= 2
+        add_floor(sim, wall, m)
+        sim.run(3300 - 300 * later)
+        runs.append(sim.particles())
+    p, q = runs
+    assert 0.1 < p["position"][0, 2] and p["velocity"][0, 2] > 0.0
+    for k in ("position", "velocity", "angular_velocity"):
+        assert np.array_equal(p[k], q[k]), k
