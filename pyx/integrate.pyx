@@ -18,7 +18,7 @@ gives (IEEE division is exact to the last bit in a vector lane too).
 from cython.parallel cimport prange
 from libc.math cimport isfinite, sqrt, sin, cos
 from libc.stdlib cimport malloc, free
-from vecmath cimport quat, qmul, qrenorm, in_series, half_cos_series, half_sinc_series
+from vecmath cimport in_series, half_cos_series, half_sinc_series
 from arrays cimport data, rows, F64, U8
 cimport numpy as cnp
 
@@ -27,6 +27,31 @@ cnp.import_array()         # numpy's C API, for arrays.pxd
 
 cdef enum:
     BLOCK = 128
+
+
+cdef extern from *:
+    """
+    /* q <- qrenorm(qmul(a, q)) (vecmath.pxd) with q in one vector of 4 doubles: each
+       lane makes its component's products and sums in qmul's order; a sign flip of
+       a product or of a term is exact, so the bits are qmul's and qrenorm's. */
+    typedef double pdem_q4 __attribute__((vector_size(32)));
+    typedef long long pdem_i4 __attribute__((vector_size(32)));
+    static inline void pdem_qturn(double* q, double aw, double ax, double ay, double az) {
+        pdem_q4 b, r, sq;
+        const pdem_q4 s1 = {-1.0, 1.0, -1.0, 1.0}, s2 = {-1.0, 1.0, 1.0, -1.0},
+                      s3 = {-1.0, -1.0, 1.0, 1.0};
+        double f;
+        __builtin_memcpy(&b, q, sizeof b);
+        r = aw * b + ax * (s1 * __builtin_shuffle(b, (pdem_i4){1, 0, 3, 2}))
+                   + ay * (s2 * __builtin_shuffle(b, (pdem_i4){2, 3, 0, 1}))
+                   + az * (s3 * __builtin_shuffle(b, (pdem_i4){3, 2, 1, 0}));
+        sq = r * r;
+        f = 0.5 * (3.0 - (sq[0] + sq[1] + sq[2] + sq[3]));
+        r = r * f;
+        __builtin_memcpy(q, &r, sizeof r);
+    }
+    """
+    void qturn "pdem_qturn" (double* q, double aw, double ax, double ay, double az) noexcept nogil
 
 
 cdef inline void worst_of(double d2, double* worst) noexcept nogil:
@@ -46,8 +71,6 @@ cdef inline double drift_block(double* pos, const double* vel, const double* w, 
     cdef double s[BLOCK]
     cdef Py_ssize_t i, j, m = b - a
     cdef double dx, dy, dz, rx, ry, rz, ang, worst = 0.0
-    cdef quat qa, qi, r
-    cdef bint spin
     for i in range(a, b):
         pos[3 * i] = pos[3 * i] + vel[3 * i] * dt
         pos[3 * i + 1] = pos[3 * i + 1] + vel[3 * i + 1] * dt
@@ -75,15 +98,9 @@ cdef inline double drift_block(double* pos, const double* vel, const double* w, 
         rx = w[3 * i] * dt
         ry = w[3 * i + 1] * dt
         rz = w[3 * i + 2] * dt
-        qa.w = cw[j]; qa.x = rx * s[j]; qa.y = ry * s[j]; qa.z = rz * s[j]
-        qi.w = q[4 * i]; qi.x = q[4 * i + 1]; qi.y = q[4 * i + 2]; qi.z = q[4 * i + 3]
-        r = qrenorm(qmul(qa, qi))
-        # no spin: the orientation keeps its bits (a select, so the loop stays straight)
-        spin = w[3 * i] != 0.0 or w[3 * i + 1] != 0.0 or w[3 * i + 2] != 0.0
-        q[4 * i] = r.w if spin else qi.w
-        q[4 * i + 1] = r.x if spin else qi.x
-        q[4 * i + 2] = r.y if spin else qi.y
-        q[4 * i + 3] = r.z if spin else qi.z
+        # no spin: the orientation keeps its bits
+        if w[3 * i] != 0.0 or w[3 * i + 1] != 0.0 or w[3 * i + 2] != 0.0:
+            qturn(q + 4 * i, cw[j], rx * s[j], ry * s[j], rz * s[j])
     return worst
 
 
