@@ -1,5 +1,5 @@
-"""Editing particles during a run: remove by id or region, new radius or material,
-external loads, a new dt (pdem/editing.py, Simulation.dt)."""
+"""Editing a running scene: remove by id or region, new radius or material, external
+loads, a new dt (pdem/editing.py, Simulation.dt), walls added."""
 
 import numpy as np
 import pytest
