@@ -50,27 +50,25 @@ cdef extern from *:
         r = r * f;
         __builtin_memcpy(q, &r, sizeof r);
     }
+    static inline pdem_q4 pdem_v3(const double* p) {        /* lanes 0-2; lane 3 zero */
+        pdem_q4 x = {p[0], p[1], p[2], 0.0};
+        return x;
+    }
     /* the kick of one particle without blocked freedoms, v += f s + g and w += t u, each
-       3-vector in lanes 0-2 of one vector (the same operations); returns the sum of
-       the new values' lanes times 0: 0 when all are finite, else NaN */
+       3-vector in lanes 0-2 of one vector (the same operations; g = pdem_v3(g dt), made
+       once per block); returns the sum of the new values' lanes times 0: 0 when all are
+       finite, else NaN */
     static inline double pdem_kick(double* v, double* w, const double* f, const double* t,
                                    double s, double u, pdem_q4 g) {
-        pdem_q4 x = {v[0], v[1], v[2], 0.0}, y = {w[0], w[1], w[2], 0.0};
-        pdem_q4 a = {f[0], f[1], f[2], 0.0}, b = {t[0], t[1], t[2], 0.0};
-        x = x + a * s + g;
-        y = y + b * u;
+        pdem_q4 x = pdem_v3(v) + pdem_v3(f) * s + g, y = pdem_v3(w) + pdem_v3(t) * u;
         v[0] = x[0]; v[1] = x[1]; v[2] = x[2];
         w[0] = y[0]; w[1] = y[1]; w[2] = y[2];
         x = 0.0 * (x + y);
         return x[0] + x[1] + x[2];
     }
-    static inline pdem_q4 pdem_v3(const double* p) {
-        pdem_q4 x = {p[0], p[1], p[2], 0.0};
-        return x;
-    }
     """
     void qturn "pdem_qturn" (double* q, double aw, double ax, double ay, double az) noexcept nogil
-    ctypedef struct q4 "pdem_q4":
+    ctypedef struct q4 "pdem_q4":       # 4 doubles, opaque here
         pass
     q4 v3_of "pdem_v3" (const double* p) noexcept nogil
     double kick_free "pdem_kick" (double* v, double* w, const double* f, const double* t,
