@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import pdem
+from pdem.contact import shapes
 from pdem.regions import Box
 
 
@@ -134,7 +135,6 @@ def test_bad_editing_input():
 
 def add_floor(sim, wall, m):
     """A floor at z = 0 made of one wall of the given kind."""
-    from pdem.contact import shapes
     if wall == "plane":
         sim.add_plane((0, 0, 0), (0, 0, 1), m)
     elif wall == "region":
