@@ -294,3 +294,28 @@ def test_nscd_case_reports_sweeps(tmp_path):
     assert [int(s) for s, _ in sweeps] == [100, 200] and int(sweeps[-1][1]) > 1
     with h5py.File(out / "results.h5", "r") as f:
         assert f["series/solver_sweeps"][-1] == int(sweeps[-1][1])
+
+
+@pytest.mark.parametrize("user", [None, "0"])
+def test_plain_python_is_an_isolated_mpi_singleton_unless_the_user_says_otherwise(tmp_path, user):
+    """`python scene.py` without a launcher: importing pdem asks Open MPI for an isolated
+    singleton (no helper daemon started at MPI_Init); a user's own setting is kept, and
+    MPI works on the one rank either way (a reduction and a collective parallel-HDF5
+    write, as a run's output makes)."""
+    e = env()
+    e.pop("OMPI_MCA_ess_singleton_isolated", None)
+    if user is not None:
+        e["OMPI_MCA_ess_singleton_isolated"] = user
+    script = ("import os, sys, h5py, pdem\n"
+              "from mpi4py import MPI\n"
+              "c = MPI.COMM_WORLD\n"
+              "with h5py.File(sys.argv[1], 'w', driver='mpio', comm=c) as f:\n"
+              "    f['x'] = [c.allreduce(c.rank + 1)]\n"
+              "print(os.environ['OMPI_MCA_ess_singleton_isolated'], c.size)\n")
+    path = tmp_path / "one.h5"
+    out = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True,
+                         text=True, env=e, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [user or "1", "1"]
+    with h5py.File(path, "r") as f:
+        assert f["x"][()].tolist() == [1]
