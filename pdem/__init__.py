@@ -2,9 +2,9 @@
 import os
 
 # Started without mpirun, Open MPI's MPI_Init (at mpi4py's import) makes this process a
-# singleton that first starts a helper daemon: 2.4 s of a 2.7 s import here. pdem never
-# spawns or connects to other MPI jobs, so it asks for an isolated singleton (0.3 s);
-# a user's setting is kept, and launchers (mpirun, srun) are not affected.
+# singleton that first starts a helper daemon (orted): 0.1-2.4 s on the project's VM.
+# pdem never spawns or connects to other MPI jobs, so it asks for an isolated singleton
+# (no daemon); a user's setting is kept, and launchers (mpirun, srun) are not affected.
 os.environ.setdefault("OMPI_MCA_ess_singleton_isolated", "1")
 
 from .contact.mesh import Mesh
