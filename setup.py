@@ -83,9 +83,12 @@ extensions = [
         [pyx],
         include_dirs=[numpy.get_include(), "pyx"],
         # inline the L6Geom/law helpers (declared inline) into the contact loops
-        extra_compile_args=["-O3", "-ffp-contract=off", "-fno-math-errno", "--param", "max-inline-insns-single=2000",
-                            "--param", "large-function-growth=2000", "--param",
-                            "inline-unit-growth=1000"]
+        # -g0: no debug info (Python's CFLAGS ask for it; it changes no instruction and
+        # took a quarter of the build's time)
+        extra_compile_args=["-O3", "-g0", "-ffp-contract=off", "-fno-math-errno",
+                            "--param", "max-inline-insns-single=2000",
+                            "--param", "large-function-growth=2000",
+                            "--param", "inline-unit-growth=1000"]
         + arch_flags(os.path.splitext(os.path.basename(pyx))[0])
         + EXTRA_FLAGS.get(os.path.splitext(os.path.basename(pyx))[0], []) + omp_compile,
         extra_link_args=omp_link,
@@ -96,5 +99,5 @@ extensions = [
 
 setup(
     ext_modules=cythonize(extensions, compiler_directives=directives,
-                          include_path=["pyx"], quiet=True),
+                          include_path=["pyx"], quiet=True, nthreads=os.cpu_count() or 1),
 )
