@@ -83,9 +83,9 @@ extensions = [
         [pyx],
         include_dirs=[numpy.get_include(), "pyx"],
         # inline the L6Geom/law helpers (declared inline) into the contact loops
-        # -g0: no debug info (Python's CFLAGS ask for it; it changes no instruction and
-        # took a quarter of the build's time)
-        extra_compile_args=["-O3", "-g0", "-ffp-contract=off", "-fno-math-errno",
+        # debug info only in the PDEM_DEBUG build (Python's CFLAGS ask for it; it changes
+        # no instruction and took a quarter of the build's time)
+        extra_compile_args=["-O3", "-g" if debug else "-g0", "-ffp-contract=off", "-fno-math-errno",
                             "--param", "max-inline-insns-single=2000",
                             "--param", "large-function-growth=2000",
                             "--param", "inline-unit-growth=1000"]
