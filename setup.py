@@ -77,27 +77,32 @@ directives = {
     "initializedcheck": debug,
     "nonecheck": False,
 }
-extensions = [
-    Extension(
-        "pdem._kernels." + os.path.splitext(os.path.basename(pyx))[0],
+
+
+def extension(pyx):
+    """pyx/<name>.pyx -> pdem._kernels.<name>, with the flags of that kernel."""
+    name = os.path.splitext(os.path.basename(pyx))[0]
+    return Extension(
+        "pdem._kernels." + name,
         [pyx],
         include_dirs=[numpy.get_include(), "pyx"],
-        # inline the L6Geom/law helpers (declared inline) into the contact loops
-        # debug info only in the PDEM_DEBUG build (Python's CFLAGS ask for it; it changes
-        # no instruction and took a quarter of the build's time)
-        extra_compile_args=["-O3", "-g" if debug else "-g0", "-ffp-contract=off", "-fno-math-errno",
+        # inline the L6Geom/law helpers (declared inline) into the contact loops; debug
+        # info only in the PDEM_DEBUG build (Python's CFLAGS ask for it; it changes no
+        # instruction and took a quarter of the build's time)
+        extra_compile_args=["-O3", "-g" if debug else "-g0", "-ffp-contract=off",
+                            "-fno-math-errno",
                             "--param", "max-inline-insns-single=2000",
                             "--param", "large-function-growth=2000",
                             "--param", "inline-unit-growth=1000"]
-        + arch_flags(os.path.splitext(os.path.basename(pyx))[0])
-        + EXTRA_FLAGS.get(os.path.splitext(os.path.basename(pyx))[0], []) + omp_compile,
+        + arch_flags(name) + EXTRA_FLAGS.get(name, []) + omp_compile,
         extra_link_args=omp_link,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
-    for pyx in sorted(glob.glob("pyx/*.pyx"))
-]
+
 
 setup(
-    ext_modules=cythonize(extensions, compiler_directives=directives,
-                          include_path=["pyx"], quiet=True, nthreads=os.cpu_count() or 1),
+    # Cython on every core this process may use (build_ext -j N compiles the C in parallel)
+    ext_modules=cythonize([extension(pyx) for pyx in sorted(glob.glob("pyx/*.pyx"))],
+                          compiler_directives=directives, include_path=["pyx"], quiet=True,
+                          nthreads=len(os.sched_getaffinity(0))),
 )
