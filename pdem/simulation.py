@@ -47,7 +47,7 @@ from .particles import (BODY_FIELDS, DOF_BITS, SHAPES, ParticleStore, empty_fiel
                         mass_and_inertia, spatial_permutation)
 from .scheme import Explicit, Scheme
 from .shape_templates import ShapeTemplates
-from .signals import CheckpointExit, SignalCheckpoint  # noqa: F401 (part of the API)
+from .signals import CheckpointExit, DeferredInterrupt, SignalCheckpoint  # noqa: F401 (API)
 from .threads import thread_count
 
 PHASES = diagnostics.PHASES
@@ -138,6 +138,7 @@ class Simulation:
         self.box_length = np.ascontiguousarray(domain.length)
         self.cell = Cell(self)                   # H, L, stress control (pdem/cell.py)
         self.signals = SignalCheckpoint()
+        self.interrupt = DeferredInterrupt()       # Ctrl-C during run(): at a step's end
         self.time = 0.0
         self.step_count = 0
         # time = t0 + (step - step0) dt (no round-off accumulates; re-based when dt or
@@ -792,13 +793,14 @@ class Simulation:
         show = Progress(self, n) if progress or (progress is None and self.rank == 0 and
                                                  sys.stdout.isatty()) else None
         try:
-            for k in range(n):
-                self._predict = k + 1 < n       # the next step follows: nothing between
-                self.step()
-                if show:
-                    show.update()
-                if self.stopped:
-                    break
+            with self.interrupt:                # Ctrl-C ends the run at a step's end
+                for k in range(n):
+                    self._predict = k + 1 < n   # the next step follows: nothing between
+                    self.step()
+                    if show:
+                        show.update()
+                    if self.stopped:
+                        break
         finally:
             self._predict, self._next_moved2 = False, None
         if show:
@@ -866,18 +868,18 @@ class Simulation:
                 problem += ("; particles %d and %d are at the same position %s (coincident "
                             "centres: the contact normal is undefined)"
                             % (min(st.id[bad], twin), max(st.id[bad], twin), fmt(st.pos[bad])))
-        # one Allreduce tells every rank alike whether any rank found a problem or
-        # received a signal (and carries the next step's rebuild test)
-        flags = [problem is not None, self.signals.received]
+        # one Allreduce tells every rank alike whether any rank found a problem,
+        # received a signal or Ctrl-C (and carries the next step's rebuild test)
+        flags = [problem is not None, self.signals.received, self.interrupt.pending]
         if self._predicting:
             flags.append(self._ahead)
         if self.size > 1:
             flags = self.collective.max(np.array(flags, float))
-        failed, signum = flags[0], flags[1]
+        failed, signum, interrupted = flags[0], flags[1], flags[2]
         if failed:
             self.collective.raise_if_any(problem, SimulationError)
         if self._predicting:
-            self._next_moved2 = float(flags[2])
+            self._next_moved2 = float(flags[3])
         if self.check_ids:
             diagnostics.verify_ids(self, self._ids)
         self.timers["comm"] += time.perf_counter() - t4
@@ -886,6 +888,10 @@ class Simulation:
             self.events.after_step()
         if signum:
             self.signals.checkpoint_and_exit(self, int(signum))
+        if interrupted:
+            raise KeyboardInterrupt("pdem: interrupted after step %d (t = %.9g), which is "
+                                    "complete: sim.run() goes on from it"
+                                    % (self.step_count, self.time))
 
     def _tick_clock(self):
         """step_count += 1 and time = t0 + (step - step0) dt: exact multiples of dt, no

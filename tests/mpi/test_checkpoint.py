@@ -1,5 +1,6 @@
 """Checkpoints continue a run bit for bit on another rank count, and a signal on one
-rank checkpoints all ranks at the end of the step (pytest-mpi, N = 1..4)."""
+rank checkpoints all ranks at the end of the step (pytest-mpi, N = 1..4); Ctrl-C on one
+rank ends the run on all ranks at the end of the step."""
 import os
 import signal
 
@@ -66,6 +67,56 @@ def test_signal_on_one_rank_checkpoints_every_rank(shared_dir):
     resumed = pdem.restart(path, comm=comm)
     resumed.run(steps=N)
     assert_same_state(state(resumed), reference)
+
+
+def interrupt_inside_step(sim, step, rank, times=1):
+    """Deliver SIGINT (Ctrl-C) to this process in the middle of step `step` (after its
+    drift and clock tick, before its forces and kick) on rank `rank` only, `times` times."""
+    advance = sim.scheme.advance
+
+    def advance_interrupted(s):
+        if s.step_count == step and s.rank == rank:
+            for _ in range(times):
+                os.kill(os.getpid(), signal.SIGINT)
+        return advance(s)
+    sim.scheme.advance = advance_interrupted
+
+
+@pytest.mark.mpi(min_size=1)
+def test_ctrl_c_on_one_rank_ends_the_run_after_the_step_on_every_rank():
+    """Ctrl-C lands inside a step: every rank finishes that step and raises
+    KeyboardInterrupt at its end, so run() continues the same trajectory bit for bit."""
+    comm = MPI.COMM_WORLD
+    whole = sheared_box(comm)
+    whole.run(steps=N)
+    reference = state(whole)
+    sim = sheared_box(comm)
+    interrupt_inside_step(sim, 100, comm.size - 1)
+    with pytest.raises(KeyboardInterrupt, match="after step 100"):
+        sim.run(steps=N)
+    assert sim.step_count == 100
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    sim.run(steps=N - 100)
+    assert_same_state(state(sim), reference)
+
+
+@pytest.mark.mpi(min_size=1)
+def test_a_second_ctrl_c_interrupts_at_once_and_none_is_lost():
+    if MPI.COMM_WORLD.size > 1:
+        pytest.skip("one rank: a second Ctrl-C stops its own process at once")
+    sim = sheared_box(MPI.COMM_SELF, n_side=6, layers=4)
+    interrupt_inside_step(sim, 10, 0, times=2)
+    with pytest.raises(KeyboardInterrupt) as raised:
+        sim.run(steps=50)
+    assert "after step" not in str(raised.value)     # not the deferred one: at once
+    assert sim.step_count == 10                        # inside step 10, before its kick
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    # Ctrl-C after the last step's reduction (from an event): at the run's end
+    sim = sheared_box(MPI.COMM_SELF, n_side=6, layers=4)
+    sim.events.every(20, lambda s: os.kill(os.getpid(), signal.SIGINT))
+    with pytest.raises(KeyboardInterrupt, match="after the run's last step"):
+        sim.run(steps=20)
+    assert sim.step_count == 20
 
 
 @pytest.mark.mpi(min_size=1)
