@@ -83,6 +83,11 @@ def parser():
                         "below tol)")
     s.add_argument("--alert", type=float, default=None,
                    help="alert distance (m, default radius)")
+    s.add_argument("--skin", type=float, default=None,
+                   help="Verlet skin (m, default twice the largest radius): the lists are "
+                        "rebuilt when a disk moved half of it; falling disks move ~0.5 mm "
+                        "per step, so pdem's default (0.2 r_max) rebuilt at almost every "
+                        "step")
     s.add_argument("--overlap-correction", type=float, default=1.0,
                    help="fraction of an existing overlap removed per step (default "
                         "%(default)s; 0 is the seed's rule, which never corrects an "
@@ -111,15 +116,15 @@ def domain_of(x0, x1):
     return pdem.Domain(lo - pad, hi + pad, dim=2)
 
 
-def make_simulation(args, comm, x0, x1, tol, alert):
+def make_simulation(args, comm, x0, x1, tol, alert, skin):
     """A pdem.Simulation with the NSCD scheme over domain_of(walls), on the ranks of
     `comm`, with the glass material and the boundary segments x0 -> x1 (zero-radius
     boundary points at their ends). The solver converges to tol / 2 (--tol), potential
-    contacts lie within `alert`."""
+    contacts lie within `alert`, the Verlet lists reach `skin` further."""
     scheme = pdem.NSCD(args.solver, tol=0.5 * tol, itmax=args.itmax, alert=alert,
                        overlap_correction=args.overlap_correction)
     sim = pdem.Simulation(domain_of(x0, x1), args.dt, gravity=(0.0, -9.81, 0.0), comm=comm,
-                          threads=args.threads, scheme=scheme)
+                          threads=args.threads, scheme=scheme, skin=skin)
     sim.material("glass", args.density, friction=args.friction)     # restitution 0
     sim.add_segments(x0, x1, "glass", end_points=True)
     return sim
@@ -267,13 +272,14 @@ def simulate(args, comm=None, on_step=None, log=print, write=True):
     total = float(mass.sum())
     tol = args.tol if args.tol is not None else args.radius / 100.0
     alert = args.alert if args.alert is not None else args.radius
+    skin = args.skin if args.skin is not None else 2.0 * args.radius * (1.0 + args.polydispersity)
     say("hourglass: %d walls from %s, neck %.4g m wide at y = %.4g m; %d disks, radii "
         "%.4g-%.4g m, total mass %.4g kg" % (len(x0), msh, neck[2] - neck[1], neck[0],
                                              len(rad), rad.min(), rad.max(), total))
 
     # 1. settle on the closed gate
     g0, g1 = gate(neck, 2.0 * args.radius)
-    sim = make_simulation(args, comm, np.r_[x0, g0], np.r_[x1, g1], tol, alert)
+    sim = make_simulation(args, comm, np.r_[x0, g0], np.r_[x1, g1], tol, alert, skin)
     sim.add_spheres(pos, rad, "glass", masses=mass)
     nsettle = int(round(args.settle / args.dt))
     for k in range(nsettle):
@@ -286,11 +292,11 @@ def simulate(args, comm=None, on_step=None, log=print, write=True):
 
     # 2. open the gate: a new simulation without it, the same grains (ids in order)
     #    with their velocities and spins
-    sim = make_simulation(args, comm, x0, x1, tol, alert)
+    sim = make_simulation(args, comm, x0, x1, tol, alert, skin)
     sim.add_spheres(p["position"], p["radius"], "glass", velocities=p["velocity"],
                     angular_velocities=p["angular_velocity"], masses=p["mass"])
     attrs = {k: v for k, v in vars(args).items() if not callable(v)}
-    attrs.update(msh_path=os.path.abspath(msh), tol_used=tol, alert_used=alert,
+    attrs.update(msh_path=os.path.abspath(msh), tol_used=tol, alert_used=alert, skin_used=skin,
                  neck_y=neck[0], neck_x=np.array(neck[1:]), n_grains=len(rad),
                  total_mass=total, n_ranks=comm.size)
     out = Output(args.output, comm, attrs, x0, x1) if write else None

@@ -224,8 +224,8 @@ class NSCD(Scheme):
         parts = []      # (code, kind index, rows, i, j, id_i, id_j, normal, gap, vb, pair index)
         for b, kind in enumerate(sim.interactions.values()):
             rec = kind.batch
-            if not kind.contact or not kind.nscd:
-                continue
+            if not kind.contact or not kind.nscd or (not len(rec) and kind.name != "pair"):
+                continue                # (the pair kind's part, empty or not, gives dtypes)
             if kind.name == "pair":
                 normal, gap = np.empty((len(rec), 3)), np.empty(len(rec))
                 _k.verlet_pair_gaps(rec.i1, rec.i2, st.pos, st.image, sim.cell.kernel,
@@ -295,7 +295,7 @@ def write_rows(sim, rows, normal, gap, force_i, live):
     out = []
     for b, kind in enumerate(sim.interactions.values()):
         rec = kind.batch
-        if not kind.contact or not kind.nscd:
+        if not kind.contact or not kind.nscd or not len(rec):
             continue
         rec.active[:] = 0
         sel = np.flatnonzero(batch == b)

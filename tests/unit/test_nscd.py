@@ -664,3 +664,80 @@ def test_masses_inertia_indices_and_writable_state():
     p.x = np.zeros((2, 2))
     with pytest.raises(InputError, match=r"x must have shape \(3, 2\)"):
         p.step(1e-3, 1e-9, 0.5)
+
+
+# ---------------------------------------------------------------- row widths of the sweeps
+def _planar_problem(n=60, nc=150, seed=3):
+    """A random 2D contact problem (grain pairs and walls, friction, some gaps open) with
+    its per-contact constants from the prepare kernel."""
+    from pdem._kernels import nscd as k
+    rng = np.random.default_rng(seed)
+    kind = np.where(rng.random(nc) < 0.15, 1, 0).astype(np.int8)
+    ci = rng.integers(0, n, nc).astype(np.int32)
+    cj = np.where(kind == 0, (ci + rng.integers(1, n, nc)) % n, 0).astype(np.int32)
+    angle = rng.uniform(0.0, 2.0 * np.pi, nc)
+    normal = np.column_stack([np.cos(angle), np.sin(angle), np.zeros(nc)])
+    gap = rng.uniform(-1e-4, 2e-4, nc)
+    vb = np.zeros((nc, 3))
+    v = np.zeros((n, 3))
+    v[:, :2] = rng.normal(0.0, 0.1, (n, 2))
+    r = rng.uniform(0.8e-3, 1.2e-3, n)
+    m = 2500.0 * np.pi * r ** 2
+    inv_inertia = 2.0 / (m * r ** 2)
+    mu = np.full(nc, 0.4)
+    W, wt, target, pn, pt = (np.zeros(nc), np.zeros(nc), np.zeros(nc), np.zeros(nc),
+                             np.zeros((nc, 3)))
+    k.prepare(kind, ci, cj, normal, gap, vb, v, r, m, inv_inertia, 1e-3, np.zeros(nc), 0.0,
+              W, wt, target, pn, pt, 1)
+    spin = rng.normal(0.0, 5.0, n)
+    return dict(kind=kind, ci=ci, cj=cj, normal=normal, vb=vb, W=W, wt=wt, target=target,
+                v=v, spin=spin, r=r, m=m, inv_inertia=inv_inertia, mu=mu)
+
+
+@pytest.mark.parametrize("solver", ["nlgs", "jacobi"])
+def test_sweeps_give_the_same_bits_for_every_row_width(solver):
+    """The sweeps specialize on the widths of the velocity rows (2 or 3) and spin rows
+    (1 or 3); a planar problem stored three ways ((n, 2) and (n, 1) as GrainProblem,
+    (n, 3) and (n, 1) as a 2D Simulation, (n, 3) and (n, 3) as 3D) gives the same
+    velocities, spins and impulses bit for bit."""
+    from pdem._kernels import contacts as ck, nscd as k
+    p = _planar_problem()
+    nc, n = len(p["kind"]), len(p["v"])
+    out = []
+    for sv, nw in ((2, 1), (3, 1), (3, 3)):
+        v = p["v"][:, :sv].copy()
+        w = np.zeros((n, nw))
+        w[:, nw - 1] = p["spin"]
+        pn, pt = np.zeros(nc), np.zeros((nc, 3))
+        args = (p["kind"], p["ci"], p["cj"], p["normal"], p["vb"], p["W"], p["wt"],
+                p["target"], v, w, p["r"], p["m"], p["inv_inertia"], p["mu"], 0)
+        if solver == "nlgs":
+            res = [k.sweep_nlgs(*args, pn, pt, np.ones(n, np.int8), np.zeros_like(v),
+                                np.zeros_like(w)) for _ in range(4)]
+        else:
+            start, entry = ck.build_gather_lists(p["ci"], np.where(p["kind"] == 0, p["cj"], -1)
+                                                 .astype(np.int32), n)
+            res = [k.sweep_jacobi(*args, 0.8, pn, pt, start, entry, np.empty((nc, 12)),
+                                  np.empty(nc), n, 2) for _ in range(4)]
+        out.append((res, v[:, :2].copy(), w[:, nw - 1].copy(), pn, pt[:, :2].copy()))
+    assert out[0][0][0] > 0.0 and np.any(out[0][3] > 0.0)    # contacts did work
+    for other in out[1:]:
+        assert other[0] == out[0][0]
+        for a, b in zip(other[1:], out[0][1:]):
+            assert a.tobytes() == b.tobytes()
+
+
+def test_sweeps_refuse_rows_of_other_widths():
+    from pdem._kernels import nscd as k
+    p = _planar_problem(n=4, nc=3)
+    nc, n = 3, 4
+    with pytest.raises(ValueError, match="v \\(n, 2\\|3\\) and w \\(n, 1\\|3\\) expected, got 4"):
+        k.sweep_nlgs(p["kind"], p["ci"], p["cj"], p["normal"], p["vb"], p["W"], p["wt"],
+                     p["target"], np.zeros((n, 4)), np.zeros((n, 1)), p["r"], p["m"],
+                     p["inv_inertia"], p["mu"], 0, np.zeros(nc), np.zeros((nc, 3)),
+                     np.ones(n, np.int8), np.zeros((n, 4)), np.zeros((n, 1)))
+    with pytest.raises(ValueError, match="every per-contact array needs 3 rows"):
+        k.sweep_nlgs(p["kind"], p["ci"], p["cj"], p["normal"], p["vb"], p["W"], p["wt"],
+                     p["target"], np.zeros((n, 3)), np.zeros((n, 1)), p["r"], p["m"],
+                     p["inv_inertia"], p["mu"], 0, np.zeros(2), np.zeros((nc, 3)),
+                     np.ones(n, np.int8), np.zeros((n, 3)), np.zeros((n, 1)))
