@@ -9,8 +9,9 @@ import signal
 import sys
 import threading
 
-import _signal      # signal's C module: its getsignal/signal, without the enum wrapping
-                    # that makes signal's cost ~4 us a call (run() sets SIGINT twice)
+# signal's C module: getsignal and signal without the enum wrapping that makes signal's
+# cost ~4 us a call (each run() sets SIGINT's handler twice)
+import _signal
 
 
 class CheckpointExit(SystemExit):
