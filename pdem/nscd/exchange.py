@@ -43,12 +43,15 @@ SPIN, SPIN_SHARED, NAP = 1e-3, 2e-5, 1e-5
 
 
 def oversubscribed(comm):
-    """True when this node runs more ranks than the cores this process may use (a
-    collective call over `comm`; the same answer on the node's ranks)."""
+    """True when this node runs more ranks than the cores its ranks may use together
+    (the union of their CPU affinities: bound to a core each, as mpirun and srun bind by
+    default, two ranks on two cores are not oversubscribed, though each may use one
+    core). A collective call over `comm`; the same answer on the node's ranks."""
     local = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    cores = set().union(*local.allgather(sorted(os.sched_getaffinity(0))))
     ranks = local.Get_size()
     local.Free()
-    return ranks > len(os.sched_getaffinity(0))
+    return ranks > len(cores)
 
 
 def wait_all(requests, spin):

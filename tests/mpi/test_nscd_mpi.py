@@ -188,3 +188,17 @@ def test_one_round_exchange_same_bits_as_ghost_swaps(solver):
         np.testing.assert_array_equal(got[k], want[k], err_msg=k)
     if comm.size == 2:                    # one cut along x: the single round applies
         assert one.scheme._exchange.usable and comm.allreduce(one.n_migrated) > 0
+
+
+@pytest.mark.mpi(min_size=1)
+def test_ranks_bound_to_cores_of_their_own_are_not_oversubscribed(monkeypatch):
+    """The exchange after a sweep naps between its tests only when the node's ranks
+    share cores: mpirun's default binding (a core per rank, so each rank may use one
+    core) is not that; every rank on one core is."""
+    import os
+    from pdem.nscd import exchange
+    comm = MPI.COMM_WORLD
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {comm.rank})
+    assert not exchange.oversubscribed(comm)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    assert exchange.oversubscribed(comm) == (comm.size > 1)
