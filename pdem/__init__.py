@@ -9,7 +9,7 @@ os.environ.setdefault("OMPI_MCA_ess_singleton_isolated", "1")
 
 from .contact.mesh import Mesh
 from .domain import Domain
-from .errors import InputError, SimulationError, TimeStepWarning
+from .errors import InputError, SimulationError, ThreadsWarning, TimeStepWarning
 from .materials import Material
 from .motion import Ramp, Servo, Sine, Table
 from . import sizes
@@ -23,7 +23,7 @@ from .simulation import CheckpointExit, Simulation
 from .threads import openmp_available, thread_count
 
 __version__ = "0.1.0"
-__all__ = ["Domain", "Mesh", "Simulation", "Material", "Explicit", "NSCD", "DDA", "DDAWarning", "InputError", "SimulationError", "TimeStepWarning",
+__all__ = ["Domain", "Mesh", "Simulation", "Material", "Explicit", "NSCD", "DDA", "DDAWarning", "InputError", "SimulationError", "ThreadsWarning", "TimeStepWarning",
            "Sine", "Ramp", "Table", "Servo", "sizes",
            "CheckpointExit", "restart", "openmp_available", "thread_count",
            "pack", "Packing", "Region", "HalfSpace", "Sphere", "Box", "Cylinder", "Cone", "Torus",

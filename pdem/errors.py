@@ -13,3 +13,8 @@ class SimulationError(RuntimeError):
 class TimeStepWarning(RuntimeWarning):
     """dt is accepted (below the critical step) but too large for accurate contacts:
     too few steps per contact duration."""
+
+
+class ThreadsWarning(RuntimeWarning):
+    """More OpenMP threads per rank than cores the process may run on: they take turns
+    (mpirun binds each rank to one core unless told otherwise)."""

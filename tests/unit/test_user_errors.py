@@ -184,3 +184,20 @@ def test_time_is_step_times_dt():
     sim.dt = 2e-3                           # a new dt: times continue from t = 0.06
     sim.run(steps=5)
     assert sim.time == 0.06 + 5 * 2e-3
+
+
+# ---------------------------------------------------------------- threads
+def test_more_threads_than_cores_warns(monkeypatch):
+    """`mpirun -n 1` binds its rank to one core: two OpenMP threads would take turns on
+    it. The warning says so and how to give the rank more cores."""
+    import os
+    from pdem.threads import openmp_available
+    if not openmp_available():
+        pytest.skip("kernels built without OpenMP: always one thread")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    with pytest.warns(pdem.ThreadsWarning, match="2 OpenMP threads per rank, but this "
+                      "process may run on 1 core.*--bind-to none"):
+        pdem.Simulation(pdem.Domain((0, 0, 0), (1, 1, 1)), dt=1e-6, threads=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        make_sim()                                      # one thread: no warning
