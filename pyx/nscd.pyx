@@ -276,9 +276,7 @@ cdef Solve solve_arrays(const signed char[::1] kind, const int[::1] ci, const in
 cdef inline double solve_at(Solve S, Py_ssize_t c, int sv, int nw, double relax, v3* dvi,
                             v3* dvj, v3* dwi, v3* dwj) noexcept nogil:
     """Contact c from the current velocities (solve_one); sv, nw: S's row widths, relax:
-    S's (NLGS: the constant 1, which drops solve_one's relaxation branches). S by
-    value, here and below: its fields stay in registers (through a pointer, each store
-    into v or w would reload them: no strict aliasing in Python's extensions)."""
+    S's (NLGS: the constant 1, which drops solve_one's relaxation branches)."""
     cdef int i = S.ci[c], j = S.cj[c]
     cdef v3 z = V(0.0, 0.0, 0.0)
     if S.kind[c] == 0:
