@@ -875,7 +875,7 @@ class Simulation:
             flags.append(self._ahead)
         if self.size > 1:
             flags = self.collective.max(np.array(flags, float))
-        failed, signum, interrupted = flags[0], flags[1], flags[2]
+        failed, signum, interrupted = flags[:3]
         if failed:
             self.collective.raise_if_any(problem, SimulationError)
         if self._predicting:

@@ -50,13 +50,7 @@ import numpy as np
 
 
 # ---------------------------------------------------------------- loaders (2D = z 0)
-cdef inline v3 ld(const double[:, ::1] a, Py_ssize_t i, int dim) noexcept nogil:
-    if dim == 3:
-        return V(a[i, 0], a[i, 1], a[i, 2])
-    return V(a[i, 0], a[i, 1], 0.0)
-
-
-# The sweeps read and write rows through pointers, with the row widths (sv: 2 or 3
+# The kernels read and write rows through pointers, with the row widths (sv: 2 or 3
 # velocity columns, nw: 1 or 3 spin columns) as constants of each call site
 # (nlgs_rows): the compiler drops the width tests from the loop. On the hourglass NLGS
 # takes 0.77 of the time per contact it took with memoryview rows, with the same bits.
@@ -178,7 +172,7 @@ def prepare(const signed char[::1] kind, const int[::1] ci, const int[::1] cj,
         i = ci[c]
         j = cj[c]
         mi = m[i]
-        n = ld(normal, c, 3)
+        n = vld(&normal[c, 0])
         if kind[c] == 0:
             mj = m[j]
             if mi == INFINITY:
@@ -188,12 +182,12 @@ def prepare(const signed char[::1] kind, const int[::1] ci, const int[::1] cj,
             else:
                 W[c] = (mi + mj) / (mi * mj)
             wt[c] = W[c] + r[i] * r[i] * inv_inertia[i] + r[j] * r[j] * inv_inertia[j]
-            vj = ld(v, j, dim)
+            vj = row_v(&v[j, 0], dim)
         else:
             W[c] = 1.0 / mi
             wt[c] = W[c] + r[i] * r[i] * inv_inertia[i]
-            vj = ld(vb, c, 3)
-        un = vdot(vsub(ld(v, i, dim), vj), n)
+            vj = vld(&vb[c, 0])
+        un = vdot(vsub(row_v(&v[i, 0], dim), vj), n)
         dpos = gap[c] if gap[c] > 0.0 else (beta * gap[c] if beta > 0.0 else 0.0)
         if e[c] > 0.0 and un < 0.0 and gap[c] + un * dt < 0.0:
             target[c] = -e[c] * un - (dpos / dt if dpos < 0.0 else 0.0)
