@@ -13,7 +13,7 @@ repeats them with positions and velocities only.
 import numpy as np
 from mpi4py import MPI
 
-from .._kernels.ghost_copy import gather_rows, unpack_rows
+from .._kernels.ghost_copy import copy_images, pack, unpack
 from .exchange import record_dtype, sendrecv_records
 
 REFRESHED = ("pos", "vel", "angvel")     # what changes between rebuilds
@@ -25,6 +25,7 @@ class GhostExchange:
         self.swaps = []            # (send indices, dest, source, first received slot, count)
         self.bytes_per_refresh = 0
         self._planned = self._steps = None      # the refresh plan of these swaps (_plan)
+        self._buffers = {}                      # message buffers of the refresh (_buffer)
 
     def build(self, owned, cutoff, order=None, ref=None):
         """Return owned + ghost fields (ghosts appended in swap order); with `order`,
@@ -109,33 +110,36 @@ class GhostExchange:
     def refresh_arrays(self, arrays, tag=100):
         """Copy the source rows of each array (rows = local particles, ghosts after the
         owned ones) into its ghost rows, in the order of the build (later swaps forward
-        ghosts of earlier ones; kernels in pyx/ghost_copy.pyx, no temporaries)."""
+        ghosts of earlier ones; kernels in pyx/ghost_copy.pyx: all arrays of a row in one
+        pass, messages in buffers kept from step to step)."""
         for step in self._plan():
             if step[0] == "local":                       # periodic images of this rank
-                for a in arrays:
-                    gather_rows(a, 0, a, step[1], step[2])
+                copy_images(arrays, step[1], step[2])
                 continue
             cart, width = self.dec.cart, sum(a.shape[1] for a in arrays)
             reqs, received = [], []
             for k, sel, dest, source, first, count in step[1]:
                 if count:
-                    recv = np.empty((count, width))
+                    recv = self._buffer("recv", k, count, width)
                     reqs.append(cart.Irecv(recv, source=source, tag=tag + k))
                     received.append((recv, first))
                 if len(sel):
-                    send = np.empty((len(sel), width))
-                    c = 0
-                    for a in arrays:
-                        gather_rows(send, c, a, sel)
-                        c += a.shape[1]
+                    send = self._buffer("send", k, len(sel), width)
+                    pack(send, arrays, sel)
                     reqs.append(cart.Isend(send, dest=dest, tag=tag + k))
             if reqs:
                 MPI.Request.Waitall(reqs)
             for recv, first in received:
-                c = 0
-                for a in arrays:
-                    unpack_rows(a, first, recv, c)
-                    c += a.shape[1]
+                unpack(arrays, first, recv)
+
+    def _buffer(self, way, k, n, width):
+        """The buffer of (n, width) doubles that swap k sends or receives (`way`), kept
+        from one refresh to the next while n holds (one per width: the step refreshes
+        positions and velocities, an NSCD sweep velocities alone)."""
+        buf = self._buffers.get((way, k, width))
+        if buf is None or len(buf) != n:
+            buf = self._buffers[way, k, width] = np.empty((n, width))
+        return buf
 
     def _plan(self):
         """The refresh of the current swaps, made once per build: ("local", sources,

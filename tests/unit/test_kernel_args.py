@@ -100,14 +100,21 @@ def test_contact_kernels_name_the_bad_argument():
         ck.sphere_sphere(**common, owner=i, f_out=f, t_out=f.copy())
 
 
-def test_gather_rows_checks_its_columns():
-    a = np.arange(12.0).reshape(4, 3)
+def test_ghost_messages_check_their_widths_and_rows():
+    a, b = np.arange(12.0).reshape(4, 3), np.arange(4.0).reshape(4, 1)
     msg = np.zeros((2, 4))
-    with pytest.raises(ValueError, match="columns 2 \\+ 3 of 4"):
-        ghost_copy.gather_rows(msg, 2, a, np.array([0, 1]))
+    with pytest.raises(ValueError, match="buf: expected a C-contiguous writable float64 "
+                                         "array of shape \\(n, 4\\), got float64 \\(2, 3\\)"):
+        ghost_copy.pack(np.zeros((2, 3)), [a, b], np.array([0, 1]))
     with pytest.raises(ValueError, match="src: expected a C-contiguous int64"):
-        ghost_copy.gather_rows(msg, 0, a, np.array([0, 1], np.int32))
-    ghost_copy.gather_rows(msg, 1, a, np.array([3, 0]))
-    assert np.array_equal(msg, [[0, 9, 10, 11], [0, 0, 1, 2]])
-    with pytest.raises(ValueError, match="rows 3 \\+ 2 of 4"):
-        ghost_copy.unpack_rows(a, 3, msg, 1)
+        ghost_copy.pack(msg, [a, b], np.array([0, 1], np.int32))
+    with pytest.raises(ValueError, match="pack: 2 message rows for 3 sources"):
+        ghost_copy.pack(msg, [a, b], np.array([0, 1, 2]))
+    with pytest.raises(ValueError, match="arrays: expected a C-contiguous writable float64"):
+        ghost_copy.pack(msg, [a, b.astype(np.float32)], np.array([0, 1]))
+    ghost_copy.pack(msg, [a, b], np.array([3, 0]))
+    assert np.array_equal(msg, [[9, 10, 11, 3], [0, 1, 2, 0]])
+    with pytest.raises(ValueError, match="unpack: rows 3 \\+ 2 of 4"):
+        ghost_copy.unpack([a, b], 3, msg)
+    with pytest.raises(ValueError, match="copy_images: 2 sources, 1 targets"):
+        ghost_copy.copy_images([a], np.array([0, 1]), np.array([2]))
