@@ -31,6 +31,13 @@ CORNERS = np.array([(i, j, k) for i in (-1, 0, 1) for j in (-1, 0, 1) for k in (
                    float)
 
 
+def half_reach(dH):
+    """Half the largest displacement dH c of an image c (CORNERS) for a change dH of the
+    cell matrix: a distance that bounds a pair's relative motion as twice one particle's."""
+    moved = dH @ CORNERS.T
+    return 0.5 * float(np.sqrt((moved * moved).sum(axis=0).max()))
+
+
 def fixed_cell(lengths):
     """The kernels' cell array (6, 3) of a fixed box: diag(lengths), then zeros."""
     return np.ascontiguousarray(np.vstack([np.diag(np.asarray(lengths, float)),
@@ -237,14 +244,16 @@ class Cell:
     def advance(self, dt):
         """H <- (I + L dt) H after the drift (the particles' own map), F likewise; flips a
         tilt beyond half a cell length. Returns the rebuild distance the cell adds (half
-        the largest displacement of an image since the last build)."""
+        the largest displacement of an image since the last build); step_travel: half the
+        largest displacement of an image in this step (pdem.contact.near)."""
         L = self._L
         self.image_velocity = L @ self.matrix
+        H0 = self._H
         self._H = np.ascontiguousarray(self._H + dt * self.image_velocity)   # no setter
         self.deformation = self.deformation + dt * (L @ self.deformation)
         self.flipped = self._flip()
-        moved = (self.matrix - self._build_matrix) @ CORNERS.T
-        return 0.5 * float(np.sqrt((moved * moved).sum(axis=0).max()))
+        self.step_travel = half_reach(self.matrix - H0)
+        return half_reach(self.matrix - self._build_matrix)
 
     def _flip(self):
         """LAMMPS's flip: a tilt beyond half the length of the vector it tilts along is

@@ -74,12 +74,16 @@ class Simulation:
     this fraction of the smaller radius; scheme: the time-stepping scheme, None or
     pdem.Explicit() (force laws, leap-frog) or pdem.NSCD(...) (non-smooth contact
     dynamics; the skin then adds to its alert distance in the Verlet lists);
-    track_energy: the energy balance in sim.energy() (docs/energy.md).
+    track_energy: the energy balance in sim.energy() (docs/energy.md); near_margin:
+    the pair kernel visits only the candidates within this fraction of the skin of
+    touching, a list kept while no other can touch (0: every candidate; the same
+    results either way: pdem/contact/near.py).
     """
 
     def __init__(self, domain, dt, gravity=(0.0, 0.0, 0.0), comm=None, skin=None, threads=None,
                  approx=(), no_ratch=False, lost="error", check_timestep=True, max_overlap=0.5,
-                 dims=None, balance=1.2, check_ids=False, scheme=None, track_energy=False):
+                 dims=None, balance=1.2, check_ids=False, scheme=None, track_energy=False,
+                 near_margin=0.05):
         if not isinstance(domain, Domain):
             raise InputError("domain must be a pdem.Domain, got %r" % (domain,))
         g = validate.vector("gravity", gravity)
@@ -118,6 +122,7 @@ class Simulation:
         self.n_removed = 0                       # particles removed by lost='remove' (all ranks)
         self._ids = np.empty(0, np.int64)        # all live ids (kept for check_ids)
         self.skin = skin
+        self.near_margin = validate.number("near_margin", near_margin, 0.0, low_open=False)
         self.threads = thread_count(threads)
         self.flags = sum(APPROX[a] for a in approx) | (NO_RATCH if no_ratch else 0)
         self.lever_flags = self.flags | self.scheme.lever_flags   # torques of contact rows
@@ -154,8 +159,9 @@ class Simulation:
         # the next step's rebuild test, carried by this step's reduction (several ranks):
         # run() allows it between two of its steps; the scheme's kick computes it
         self._predict = self._predicting = False
-        self._ahead = 0.0               # this rank's value (the scheme's kick)
-        self._next_moved2 = None        # every rank's largest, for the next step only
+        self._ahead = (0.0, 0.0)        # this rank's values (the scheme's kick)
+        self._next_drift = None         # every rank's largest (moved2, speed2): next step only
+        self.travel = 0.0               # a bound of any particle's path since the build
         self._checked_dt = False
         self.shapes = False           # any non-sphere (the same on every rank)
         self.polyhedra = False        # any polyhedron (the same on every rank)
@@ -802,7 +808,7 @@ class Simulation:
                     if self.stopped:
                         break
         finally:
-            self._predict, self._next_moved2 = False, None
+            self._predict, self._next_drift = False, None
         if show:
             show.close()
 
@@ -818,14 +824,14 @@ class Simulation:
             self.scheme.check(self)
             self._checked_dt = True
         clock = time.perf_counter()
-        predicted, self._next_moved2 = self._next_moved2, None
+        predicted, self._next_drift = self._next_drift, None
         since_build = st.pos if self._dirty else self._build_pos
         if self.shapes:
             self.rotation.save(st)
         if self.cell.deforming:                 # homoDeform: a change of L (pdem/cell.py)
             self.cell.adjust_velocities(st)
-        moved2 = integrate.drift(st.pos, st.vel, st.angvel, st.orient, since_build, self.dt,
-                                 st.n_own, self.threads)
+        moved2, speed2 = integrate.drift(st.pos, st.vel, st.angvel, st.orient, since_build,
+                                         self.dt, st.n_own, self.threads)
         if self.shapes:                 # non-spheres: the free rotor (pdem/shapes.py)
             self.rotation.drift(st, self.dt, self.threads)
         if self.motions:                        # motion laws: wall velocities of this step
@@ -833,15 +839,21 @@ class Simulation:
         self.planes.move(self.dt)
         self.mesh_walls.move(self.dt)
         moved2 = max(moved2, self.mesh_walls.moved2())    # the same on every rank
+        images = 0.0
         if self.cell.deforming:                 # H to t + dt; images moved with it
             extra = self.cell.advance(self.dt)
             moved2 = np.inf if self.cell.flipped else (np.sqrt(moved2) + extra) ** 2
+            images = self.cell.step_travel
         self._tick_clock()
         t1 = time.perf_counter()
         self.timers["integrate"] += t1 - clock
         if not self._dirty and self.size > 1:   # every rank rebuilds on the same steps
-            moved2 = (max(predicted, self.mesh_walls.moved2()) if predicted is not None
-                      else self.collective.max(moved2))
+            if predicted is not None:
+                moved2, speed2 = max(predicted[0], self.mesh_walls.moved2()), predicted[1]
+            else:
+                moved2, speed2 = self.collective.max([moved2, speed2])
+        # how far any particle may have moved since the last build (pdem.contact.near)
+        self.travel += np.sqrt(speed2) * self.dt + images
         within = moved2 <= (0.5 * self.skin) ** 2 if self.skin is not None else False
         if self._dirty or self._restoring or not within:
             # after a restart, the first list keeps the original rebuild schedule
@@ -872,14 +884,14 @@ class Simulation:
         # received a signal or Ctrl-C (and carries the next step's rebuild test)
         flags = [problem is not None, self.signals.received, self.interrupt.pending]
         if self._predicting:
-            flags.append(self._ahead)
+            flags += self._ahead
         if self.size > 1:
             flags = self.collective.max(np.array(flags, float))
         failed, signum, interrupted = flags[:3]
         if failed:
             self.collective.raise_if_any(problem, SimulationError)
         if self._predicting:
-            self._next_moved2 = float(flags[3])
+            self._next_drift = float(flags[3]), float(flags[4])
         if self.check_ids:
             diagnostics.verify_ids(self, self._ids)
         self.timers["comm"] += time.perf_counter() - t4
@@ -1042,6 +1054,7 @@ class Simulation:
         self._build_pos = build_pos if restore else st.pos[:n_own].copy()
         self._dirty = self._restoring = False
         self.n_rebuilds += 0 if restore else 1
+        self.travel = 0.0
 
     def _owners(self, order, n_own):
         """Owned index of every local particle after a ghost build: ghosts that are

@@ -585,17 +585,35 @@ cdef inline void block_state(Block* blk, int j, const double* row) noexcept nogi
     cst(bin, B_U0, j, vld(row + S_U0))
 
 
-cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
-                     const Bodies* B, double dt, int flags, signed char* active,
-                     double* state, int* slot, Fresh* fr, double* worst, const Sums* S,
-                     bint blocks) noexcept nogil:
-    """Candidate pairs k0 .. k1-1 (particle indices a < b in id order): screening, then
+cdef inline v3 pair_vector(const double* pos, const int* image, const double* H, v3 shift0,
+                           bint periodic, int image_from, int a, int b) noexcept nogil:
+    """x_b - x_a + H (image_b - image_a), the pair's centre vector: most pairs are in the
+    same image (shift0 = H 0, computed once: the same bits), and a pair of two rows
+    below image_from is known to be, without reading the images."""
+    cdef v3 x2 = vsub(vld(pos + 3 * b), vld(pos + 3 * a))
+    cdef int d0 = 0, d1 = 0, d2 = 0
+    if not periodic:
+        return x2
+    if a >= image_from or b >= image_from:
+        d0 = image[3 * b] - image[3 * a]
+        d1 = image[3 * b + 1] - image[3 * a + 1]
+        d2 = image[3 * b + 2] - image[3 * a + 2]
+    return vadd(x2, image_shift(H, d0, d1, d2) if d0 | d1 | d2 else shift0)
+
+
+cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* near, const int* i1,
+                     const int* i2, const Bodies* B, double dt, int flags,
+                     signed char* active, double* state, int* slot, Fresh* fr, double* worst,
+                     const Sums* S, bint blocks) noexcept nogil:
+    """Candidate pairs k0 .. k1-1 (particle indices a < b in id order), or the pairs of
+    rows k0 .. k1-1 of near, (k, i1[k], i2[k]) each (near_pairs; the other pairs neither
+    touch nor are active): screening, then
     blocks of touching pairs (a block of one pair when `blocks` is False). Pairs that
     do not touch get active = 0 and their rows are not touched (slot: NULL, one row per
     pair; else a pooled batch, whose pairs that open give their rows back)."""
     cdef Block blk
     cdef double (*bin)[NB]
-    cdef Py_ssize_t k, kp
+    cdef Py_ssize_t t, k, kp
     cdef int nb = 0, a, b, i, s, rule
     cdef int full = NB if blocks else 1
     cdef bint law = True           # the pairs of the block so far: one row, law_plain's case
@@ -617,11 +635,14 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
     cdef bint periodic = B.periodic
     cdef int image_from = B.image_from
     cdef bint sticky = B.sticky
-    cdef int d0, d1, d2
     cdef v3 shift0 = image_shift(H, 0, 0, 0)
     bin = blk.inp
-    for k in range(k0, k1):
-        if k + PREFETCH_AHEAD < k1:
+    for t in range(k0, k1):
+        if near != NULL:
+            k, a, b = near[3 * t], near[3 * t + 1], near[3 * t + 2]
+        else:
+            k, a, b = t, i1[t], i2[t]
+        if t + PREFETCH_AHEAD < k1:
             # start the memory read of a candidate's contact row further on when the
             # pair was in contact last step (else this pair's row, already in cache:
             # an address select, not an unpredictable branch). Particle 2's data is
@@ -630,7 +651,7 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
             # position and images: 0.96x of the kernels' time without them). Not in a
             # function of its own: GCC drops a call that only prefetches as free of
             # side effects.
-            kp = k + PREFETCH_AHEAD
+            kp = near[3 * (t + PREFETCH_AHEAD)] if near != NULL else t + PREFETCH_AHEAD
             if slot == NULL:
                 row = state + (kp if active[kp] else k) * S_NCOLS
             else:
@@ -639,19 +660,7 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* i1, const int* i2,
             for i in range(0, S_NCOLS, 8):
                 prefetch(row + i)
             prefetch(row + S_NCOLS - 1)
-        a = i1[k]
-        b = i2[k]
-        x2 = vsub(vld(pos + 3 * b), vld(pos + 3 * a))
-        if periodic:
-            # most pairs are in the same image: H 0, computed once (the same bits);
-            # a pair of two rows below image_from is known to be, without reading
-            # the images
-            d0 = d1 = d2 = 0
-            if a >= image_from or b >= image_from:
-                d0 = image[3 * b] - image[3 * a]
-                d1 = image[3 * b + 1] - image[3 * a + 1]
-                d2 = image[3 * b + 2] - image[3 * a + 2]
-            x2 = vadd(x2, image_shift(H, d0, d1, d2) if d0 | d1 | d2 else shift0)
+        x2 = pair_vector(pos, image, H, shift0, periodic, image_from, a, b)
         dist2 = vdot(x2, x2)
         rs = radius[a] + radius[b]
         if dist2 >= rs * rs and not (
@@ -739,7 +748,7 @@ cdef int law_rows(Bodies* B) except -1:
 def sphere_sphere(i1, i2, pos, image, cell, vel, angvel, radius, mass, material, pair_table,
                   int n_materials, double dt, int flags, active, state, int n_threads,
                   owner=None, f_out=None, t_out=None, bint periodic=True,
-                  bint blocks=True, energy=None, pool=None, int image_from=0):
+                  bint blocks=True, energy=None, pool=None, int image_from=0, near=None):
     """Update every candidate pair of the batch; returns (max overlap / smaller radius, pair).
 
     In-pass sums: with owner (per local particle: the owned index its side of a pair is
@@ -759,6 +768,8 @@ def sphere_sphere(i1, i2, pos, image, cell, vel, angvel, radius, mass, material,
     energy tracking, docs/energy.md); the rows of the other pairs are not written.
     pool: a pooled batch (pdem.contact.store) whose pool `state` is: the pairs' rows are
     state[pool.slot]; the pairs that form get rows of the pool, which grows if needed.
+    near: None, or near_pairs' rows (k, i1[k], i2[k]) of the only pairs that can touch
+    (the others are inactive and stay so), k ascending: the same results as every pair.
     The arrays are ndarrays of the types and shapes of pdem.particles.ParticleStore and
     pdem.contact.store (arrays.pxd `data`: no typed memoryviews, whose set-up would cost
     more than the kernel's work on a few hundred contacts)."""
@@ -773,6 +784,9 @@ def sphere_sphere(i1, i2, pos, image, cell, vel, angvel, radius, mass, material,
     cdef double[:, ::1] worst = worst_init(nt)
     cdef int* pslot = NULL
     cdef Fresh* fresh = NULL
+    cdef const int* pnear = NULL
+    cdef Py_ssize_t n_near = 0
+    cdef Py_ssize_t* bounds = NULL
     bodies_init(&B, pos, vel, angvel, radius, mass, material, pair_table, n_materials,
                 energy, m)
     _sums_args(&S, f_out, t_out, owner, "owner", rows(pos), rows(pos))
@@ -792,8 +806,21 @@ def sphere_sphere(i1, i2, pos, image, cell, vel, angvel, radius, mass, material,
     if rows(i2) < m or rows(active) < m or (n_state < m and pool is None):
         raise ValueError("pair arrays: %d pairs, i2 %d, active %d, state %d rows"
                          % (m, rows(i2), rows(active), n_state))
+    if near is not None:
+        pnear = <const int*>data(near, "near", I32, 2, 3, False)
+        n_near = rows(near)
+        if n_near and (pnear[0] < 0 or pnear[3 * (n_near - 1)] >= m):
+            raise ValueError("near: pair indices from %d to %d for %d pairs"
+                             % (pnear[0], pnear[3 * (n_near - 1)], m))
     try:
         law_rows(&B)
+        # each thread's pairs: those of k in [m t / nt, m (t + 1) / nt), as split_owners
+        # assumes; with near, the entries of near in that range
+        bounds = <Py_ssize_t*>malloc((nt + 1) * sizeof(Py_ssize_t))
+        if bounds == NULL:
+            raise MemoryError()
+        for t in range(nt + 1):
+            bounds[t] = m * t // nt if pnear == NULL else first_at_least(pnear, n_near, m * t // nt)
         B.moving = cell_moving(B.cell)
         B.periodic = periodic
         B.image_from = max(0, image_from)
@@ -803,14 +830,58 @@ def sphere_sphere(i1, i2, pos, image, cell, vel, angvel, radius, mass, material,
                 raise MemoryError()
             memset(fresh, 0, nt * sizeof(Fresh))
         for t in prange(nt, nogil=True, schedule='static', num_threads=nt):
-            pair_range(m * t // nt, m * (t + 1) // nt, pi1, pi2, &B, dt, flags, pactive,
+            pair_range(bounds[t], bounds[t + 1], pnear, pi1, pi2, &B, dt, flags, pactive,
                        pstate if n_state else zero_row, pslot,
                        fresh + t if fresh != NULL else NULL, &worst[t, 0], &S, blocks)
         if fresh != NULL:
             settle(pool, fresh, nt)
     finally:
         free(B.plain)
+        free(bounds)
     return pick_worst(worst)
+
+
+cdef Py_ssize_t first_at_least(const int* a, Py_ssize_t n, Py_ssize_t k) noexcept:
+    """The first row of the (n, 3) a, ascending in column 0, whose a[row, 0] >= k (n if
+    none)."""
+    cdef Py_ssize_t lo = 0, hi = n, mid
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if a[3 * mid] < k:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def near_pairs(i1, i2, pos, image, cell, radius, active, double margin, bint periodic=True,
+               int image_from=0):
+    """The pairs (i1, i2) that are active or whose gap (distance - r1 - r2, pair_vector)
+    is below `margin`, in order: rows (k, i1[k], i2[k]) of an int32 (n, 3) array, the
+    kernel's `near` (pdem.contact.near)."""
+    cdef const int* pi1 = <const int*>data(i1, "i1", I32, 1, 0, False)
+    cdef const int* pi2 = <const int*>data(i2, "i2", I32, 1, 0, False)
+    cdef const double* x = <const double*>data(pos, "pos", F64, 2, 3, False)
+    cdef const int* img = <const int*>data(image, "image", I32, 2, 3, False)
+    cdef const double* H = <const double*>data(cell, "cell", F64, 2, 3, False)
+    cdef const double* r = <const double*>data(radius, "radius", F64, 1, 0, False)
+    cdef const signed char* act = <const signed char*>data(active, "active", I8, 1, 0, False)
+    cdef Py_ssize_t k, n = 0, m = rows(i1)
+    cdef double reach
+    cdef bint keep
+    cdef v3 x2, shift0 = image_shift(H, 0, 0, 0)
+    if rows(i2) < m or rows(active) < m:
+        raise ValueError("pair arrays: %d pairs, i2 %d, active %d" % (m, rows(i2), rows(active)))
+    out = np.empty((m, 3), np.int32)
+    cdef int* o = <int*>data(out, "out", I32, 2, 3, True)
+    with nogil:
+        for k in range(m):
+            x2 = pair_vector(x, img, H, shift0, periodic, image_from, pi1[k], pi2[k])
+            reach = r[pi1[k]] + r[pi2[k]] + margin
+            keep = (act[k] != 0) | (vdot(x2, x2) < reach * reach)
+            o[3 * n], o[3 * n + 1], o[3 * n + 2] = k, pi1[k], pi2[k]    # kept or not:
+            n += keep                                   # no branch to mispredict
+    return out[:n].copy()
 
 
 cdef struct Planes:

@@ -84,14 +84,15 @@ cdef inline void worst_of(double d2, double* worst) noexcept nogil:
 
 cdef inline double drift_block(double* pos, const double* vel, const double* w, double* q,
                                const double* base, double dt, Py_ssize_t a,
-                               Py_ssize_t b) noexcept nogil:
+                               Py_ssize_t b, double* speed2) noexcept nogil:
     """Drift rows a..b (b - a <= BLOCK); return their largest squared displacement
-    from `base` (NaN if any is NaN). pos may be base (a displacement of 0)."""
+    from `base` (NaN if any is NaN); speed2[0]: their largest squared speed (worst_of).
+    pos may be base (a displacement of 0)."""
     cdef double h2[BLOCK]
     cdef double cw[BLOCK]
     cdef double s[BLOCK]
     cdef Py_ssize_t i, j, m = b - a
-    cdef double dx, dy, dz, rx, ry, rz, ang, worst = 0.0
+    cdef double dx, dy, dz, rx, ry, rz, ang, worst = 0.0, fastest = 0.0
     for i in range(a, b):
         pos[3 * i] = pos[3 * i] + vel[3 * i] * dt
         pos[3 * i + 1] = pos[3 * i + 1] + vel[3 * i + 1] * dt
@@ -100,6 +101,9 @@ cdef inline double drift_block(double* pos, const double* vel, const double* w, 
         dy = pos[3 * i + 1] - base[3 * i + 1]
         dz = pos[3 * i + 2] - base[3 * i + 2]
         worst_of(dx * dx + dy * dy + dz * dz, &worst)
+        worst_of(vel[3 * i] * vel[3 * i] + vel[3 * i + 1] * vel[3 * i + 1]
+                 + vel[3 * i + 2] * vel[3 * i + 2], &fastest)
+    speed2[0] = fastest
     for j in range(m):
         i = a + j
         rx = w[3 * i] * dt
@@ -131,8 +135,9 @@ cdef inline double kick_block(double* vel, double* w, const double* force,
                               Py_ssize_t a, Py_ssize_t b, const double* pos,
                               const double* base, double* worst) noexcept nogil:
     """Kick rows a..b (b - a <= BLOCK); return 0 if every new velocity is finite (else
-    NaN). With pos: worst[0] = the largest squared displacement from base that the
-    next drift will give (its sums, in its order)."""
+    NaN). With pos: worst[0], worst[1] = the largest squared displacement from base
+    and the largest squared speed that the next drift will give (its sums, in its
+    order)."""
     cdef double im[BLOCK]
     cdef double ii[BLOCK]
     cdef Py_ssize_t i, j, m = b - a
@@ -164,6 +169,8 @@ cdef inline double kick_block(double* vel, double* w, const double* force,
             dy = (pos[3 * i + 1] + vel[3 * i + 1] * dt) - base[3 * i + 1]
             dz = (pos[3 * i + 2] + vel[3 * i + 2] * dt) - base[3 * i + 2]
             worst_of(dx * dx + dy * dy + dz * dz, worst)
+            worst_of(vel[3 * i] * vel[3 * i] + vel[3 * i + 1] * vel[3 * i + 1]
+                     + vel[3 * i + 2] * vel[3 * i + 2], worst + 1)
     return check
 
 
@@ -178,39 +185,42 @@ cdef void* rows_of(object a, str name, Py_ssize_t n, Py_ssize_t cols, bint writa
 
 
 def drift(pos, vel, angvel, orient, pos_at_build, double dt, int n_own, int n_threads):
-    """Advance positions and orientations; return the largest squared displacement
-    since the last neighbor-list build (the rebuild criterion; NaN if any is NaN).
+    """Advance positions and orientations; return (the largest squared displacement
+    since the last neighbor-list build: the rebuild criterion, the largest squared
+    speed of the drift: pdem.contact.near), each NaN if any of its values is NaN.
     The arrays: the store's (n, 3) and (n, 4) float64 fields (arrays.pxd data)."""
     cdef Py_ssize_t k, nb = (n_own + BLOCK - 1) // BLOCK
     cdef int nt = max(1, n_threads)
-    cdef double worst = 0.0
+    cdef double worst = 0.0, fastest = 0.0
     cdef double* per_block
     if n_own <= 0:
-        return 0.0
+        return 0.0, 0.0
     cdef double* x = <double*>rows_of(pos, "pos", n_own, 3, True)
     cdef const double* v = <const double*>rows_of(vel, "vel", n_own, 3, False)
     cdef const double* w = <const double*>rows_of(angvel, "angvel", n_own, 3, False)
     cdef double* q = <double*>rows_of(orient, "orient", n_own, 4, True)
     cdef const double* base = <const double*>rows_of(pos_at_build, "pos_at_build", n_own, 3,
                                                      False)
-    per_block = <double*>malloc(nb * sizeof(double))
+    per_block = <double*>malloc(2 * nb * sizeof(double))
     if per_block == NULL:
         raise MemoryError()
     for k in prange(nb, nogil=True, schedule='static', num_threads=nt):
-        per_block[k] = drift_block(x, v, w, q, base, dt, k * BLOCK, min(n_own, (k + 1) * BLOCK))
+        per_block[k] = drift_block(x, v, w, q, base, dt, k * BLOCK, min(n_own, (k + 1) * BLOCK),
+                                   &per_block[nb + k])
     for k in range(nb):
         worst_of(per_block[k], &worst)
+        worst_of(per_block[nb + k], &fastest)
     free(per_block)
-    return worst
+    return worst, fastest
 
 
 cdef kick_rows(vel, angvel, force, torque, mass, inertia, blocked, gravity, double dt,
                int n_own, int n_threads, const double* pos, const double* base):
-    """(first particle with a non-finite new velocity or -1, the next drift's largest
-    squared displacement from base when pos is given)."""
+    """(first particle with a non-finite new velocity or -1, and when pos is given the
+    next drift's values: its largest squared displacement from base and squared speed)."""
     cdef Py_ssize_t k, i, nb = (n_own + BLOCK - 1) // BLOCK
     cdef int nt = max(1, n_threads), d
-    cdef double check = 0.0, worst = 0.0
+    cdef double check = 0.0, worst = 0.0, fastest = 0.0
     cdef double gdt[3]
     cdef double* per_block
     cdef const double* g = <const double*>data(gravity, "gravity", F64, 1, 0, False)
@@ -219,7 +229,7 @@ cdef kick_rows(vel, angvel, force, torque, mass, inertia, blocked, gravity, doub
     for d in range(3):
         gdt[d] = g[d] * dt
     if n_own <= 0:
-        return -1, 0.0
+        return -1, 0.0, 0.0
     cdef double* v = <double*>rows_of(vel, "vel", n_own, 3, True)
     cdef double* w = <double*>rows_of(angvel, "angvel", n_own, 3, True)
     cdef const double* f = <const double*>rows_of(force, "force", n_own, 3, False)
@@ -228,23 +238,24 @@ cdef kick_rows(vel, angvel, force, torque, mass, inertia, blocked, gravity, doub
     cdef const double* inert = <const double*>rows_of(inertia, "inertia", n_own, 0, False)
     cdef const unsigned char* blk = <const unsigned char*>rows_of(blocked, "blocked", n_own, 0,
                                                                  False, U8)
-    per_block = <double*>malloc(nb * sizeof(double))
+    per_block = <double*>malloc(2 * nb * sizeof(double))
     if per_block == NULL:
         raise MemoryError()
     for k in prange(nb, nogil=True, schedule='static', num_threads=nt):
-        per_block[k] = 0.0
+        per_block[2 * k] = per_block[2 * k + 1] = 0.0
         check += kick_block(v, w, f, t, m, inert, blk, gdt, dt, k * BLOCK,
-                            min(n_own, (k + 1) * BLOCK), pos, base, &per_block[k])
+                            min(n_own, (k + 1) * BLOCK), pos, base, &per_block[2 * k])
     for k in range(nb):
-        worst_of(per_block[k], &worst)
+        worst_of(per_block[2 * k], &worst)
+        worst_of(per_block[2 * k + 1], &fastest)
     free(per_block)
     if check == 0.0:
-        return -1, worst
+        return -1, worst, fastest
     for i in range(n_own):
         if not (isfinite(v[3 * i]) and isfinite(v[3 * i + 1]) and isfinite(v[3 * i + 2])
                 and isfinite(w[3 * i]) and isfinite(w[3 * i + 1]) and isfinite(w[3 * i + 2])):
-            return i, worst
-    return -1, worst
+            return i, worst, fastest
+    return -1, worst, fastest
 
 
 def kick(vel, angvel, force, torque, mass, inertia, blocked, gravity, double dt, int n_own,
@@ -258,12 +269,12 @@ def kick(vel, angvel, force, torque, mass, inertia, blocked, gravity, double dt,
 
 def kick_and_predict(vel, angvel, force, torque, mass, inertia, blocked, gravity, double dt,
                      int n_own, int n_threads, pos, pos_at_build):
-    """kick, and in the same pass the value the next drift will return (the largest
-    squared displacement of x + v dt from pos_at_build, bit for bit): the rebuild
-    decision of the next step rides on this step's reduction. Returns (kick's index,
-    that value)."""
+    """kick, and in the same pass the values the next drift will return (the largest
+    squared displacement of x + v dt from pos_at_build, bit for bit, and the largest
+    squared speed): the rebuild decision of the next step rides on this step's
+    reduction. Returns (kick's index, those two values)."""
     if n_own <= 0:
-        return -1, 0.0
+        return -1, 0.0, 0.0
     return kick_rows(vel, angvel, force, torque, mass, inertia, blocked, gravity, dt, n_own,
                      n_threads, <const double*>rows_of(pos, "pos", n_own, 3, False),
                      <const double*>rows_of(pos_at_build, "pos_at_build", n_own, 3, False))

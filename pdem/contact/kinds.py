@@ -27,6 +27,7 @@ from .._kernels import cells, contacts as ck, ellipsoid_contacts as ek, facets a
     segments as sk
 from . import keys
 from .facet_contacts import facet_contacts
+from .near import NearList
 from .wall_motion import barycentric
 from .store import NCOLS, ContactBatch
 from ..particles import SHAPES
@@ -318,6 +319,10 @@ class PairContacts(TwoBodyRows):
     starts_sums = True
     image_from = 0          # the owned rows (below b.n_own) have zero images after a build
 
+    def __init__(self, sim):
+        super().__init__(sim)
+        self.near = NearList()
+
     def build(self, b):
         self.image_from = b.n_own
         i1, i2, key = pair_candidates(self.sim, b)
@@ -339,7 +344,7 @@ class PairContacts(TwoBodyRows):
                                     owner, f, t, periodic=any(sim.domain.periodic),
                                     energy=sim.energy_tracker.kernel_rows(self),
                                     pool=b if b.slot is not None else None,
-                                    image_from=self.image_from)
+                                    image_from=self.image_from, near=self.near.pairs_of(self))
         self.add_shared(shared, f, t)
         if k >= 0 and not (ratio <= sim.max_overlap):
             i, j = st.id[b.i1[k]], st.id[b.i2[k]]

@@ -40,6 +40,9 @@ class Scheme:
     particle_fields = ()        # OPTIONAL particle fields the scheme needs (pdem/particles.py)
     # advance sets sim._ahead, the next drift's rebuild test, when sim._predicting
     predicts_rebuild = False
+    # positions change only by Simulation.step's drift: the pair kind may visit its
+    # near list alone (pdem/contact/near.py)
+    near_lists = False
 
     def reach(self, sim, radius):
         return 0.0

@@ -26,6 +26,7 @@ class Explicit(Scheme):
     """Explicit DEM: forces at t from every interaction kind, then the kick."""
     name = "explicit"
     predicts_rebuild = True
+    near_lists = True
 
     def reach(self, sim, radius):
         """Distance added to the Verlet skin: a JKR contact holds in tension down to the
@@ -75,7 +76,7 @@ class Explicit(Scheme):
         if sim.shapes:                  # non-spheres: integrate.kick's rotation undone
             omega = st.angvel[sim.rotation.index(st)]
         if sim._predicting:            # and the next drift's rebuild test (pdem/simulation.py)
-            bad, sim._ahead = integrate.kick_and_predict(
+            bad, *sim._ahead = integrate.kick_and_predict(
                 st.vel, st.angvel, st.force, st.torque, st.mass, st.inertia, st.blocked,
                 sim.gravity, sim.dt, st.n_own, sim.threads, st.pos, sim._build_pos)
         else:

@@ -37,3 +37,26 @@ def test_one_reduction_per_step_and_the_same_run():
     quiet = [s for s in range(first + 1, first + steps) if s not in rebuilt]
     assert per_step[first] == 2 or first in rebuilt
     assert [per_step.get(s, 0) for s in quiet] == [1] * len(quiet)
+
+
+def test_near_lists_take_every_rank_s_speed():
+    """Near lists (pdem/contact/near.py) on N ranks, whose travel bound comes from every
+    rank's largest speed through the step's reduction (predicted by the kick between the
+    steps of a run, reduced after the drift at a run's single steps): the serial run
+    without near lists, bit for bit."""
+    comm = MPI.COMM_WORLD
+    steps, single = 400, 40
+    sim = sheared_box(comm)
+    sim.near_margin = 0.1
+    sim.run(steps=steps)
+    for _ in range(single):
+        sim.run(steps=1)
+    ref = None
+    if comm.rank == 0:
+        alone = sheared_box(MPI.COMM_SELF)
+        alone.near_margin = 0.0
+        alone.run(steps=steps + single)
+        ref = state(alone)
+    assert_same_state(state(sim), comm.bcast(ref, root=0))
+    near = sim.interactions["pair"].near
+    assert comm.allreduce(near.builds, op=MPI.MIN) > sim.n_rebuilds

@@ -53,15 +53,17 @@ def same_bits(a, b):
 
 @pytest.mark.parametrize("n, threads", [(1, 1), (127, 1), (1000, 2), (3001, 2)])
 def test_drift_and_kick_bits(n, threads):
-    """n around and above the block size, 1 and 2 threads: every bit as numpy's."""
+    """n around and above the block size, 1 and 2 threads: every bit as numpy's (and the
+    drift's largest squared displacement and speed)."""
     s, dt = scene(n), 1e-3
     pos = s["pos"] + s["vel"] * dt
-    d = pos - s["build"]
+    d, v = pos - s["build"], s["vel"]
     orient = quat_step(s["orient"], s["angvel"], dt)
-    moved2 = integrate.drift(s["pos"], s["vel"], s["angvel"], s["orient"], s["build"], dt, n,
-                             threads)
+    moved2, speed2 = integrate.drift(s["pos"], s["vel"], s["angvel"], s["orient"], s["build"],
+                                     dt, n, threads)
     assert same_bits(s["pos"], pos) and same_bits(s["orient"], orient)
     assert moved2 == np.max(d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2])
+    assert speed2 == np.max(v[:, 0] * v[:, 0] + v[:, 1] * v[:, 1] + v[:, 2] * v[:, 2])
     vel, angvel = s["vel"].copy(), s["angvel"].copy()
     for k in range(3):
         free = (s["blocked"] & (1 << k)) == 0
@@ -76,51 +78,55 @@ def test_drift_and_kick_bits(n, threads):
 
 def test_kick_predicts_the_next_drift():
     """kick_and_predict returns the kick's index and exactly what the next drift will
-    return; a non-finite velocity is found by index, and the displacement is infinite
-    (NaN once a displacement is NaN)."""
+    return (displacement and speed); a non-finite velocity is found by index, and the
+    displacement is infinite (NaN once a displacement is NaN)."""
     n, dt = 700, 1e-3
     a, b = scene(n, 3), scene(n, 3)
     args = lambda s: (s["vel"], s["angvel"], s["force"], s["torque"], s["mass"],  # noqa: E731
                       s["inertia"], s["blocked"], s["gravity"], dt, n, 1)
-    bad, ahead = integrate.kick_and_predict(*args(a), a["pos"], a["build"])
+    bad, *ahead = integrate.kick_and_predict(*args(a), a["pos"], a["build"])
     assert bad == integrate.kick(*args(b)) == -1
     assert same_bits(a["vel"], b["vel"]) and same_bits(a["angvel"], b["angvel"])
-    assert ahead == integrate.drift(a["pos"], a["vel"], a["angvel"], a["orient"], a["build"],
-                                    dt, n, 1)
+    assert tuple(ahead) == integrate.drift(a["pos"], a["vel"], a["angvel"], a["orient"],
+                                           a["build"], dt, n, 1)
     c = scene(n, 4)
     c["force"][517, 1] = np.inf
-    bad, ahead = integrate.kick_and_predict(*args(c), c["pos"], c["build"])
-    assert bad == 517 and ahead == np.inf
-    assert np.inf == (integrate.drift(c["pos"], c["vel"], c["angvel"], c["orient"], c["build"],
-                                    dt, n, 1))
+    bad, *ahead = integrate.kick_and_predict(*args(c), c["pos"], c["build"])
+    assert bad == 517 and ahead == [np.inf, np.inf]
+    assert (np.inf, np.inf) == integrate.drift(c["pos"], c["vel"], c["angvel"], c["orient"],
+                                               c["build"], dt, n, 1)
     c["vel"][9, 2] = np.nan                         # NaN wins over the infinity (rebuild)
     assert np.isnan(integrate.drift(c["pos"], c["vel"], c["angvel"], c["orient"], c["build"],
-                                    dt, n, 1))
+                                    dt, n, 1)).all()
 
 
 def test_drift_in_place_of_the_build_positions():
     """pos given as its own build positions (NSCD, DDA): displacement 0."""
     s = scene(300)
     assert integrate.drift(s["pos"], s["vel"], s["angvel"], s["orient"], s["pos"], 1e-3,
-                           300, 1) == 0.0
+                           300, 1)[0] == 0.0
 
 
-def test_gather_rows_forwards_images_in_order():
-    """a[dst[k]] = a[src[k]] in order: a later row may copy an earlier copy (a corner
-    image of an edge image), as numpy's fancy indexing swap by swap."""
+def test_ghost_copies_forward_images_in_order():
+    """a[dst[k]] = a[src[k]] in order for every field: a later row may copy an earlier
+    copy (a corner image of an edge image), as numpy's fancy indexing swap by swap; a
+    message packs the fields of a row side by side and unpacks them alike."""
     rng = np.random.default_rng(5)
-    a = np.zeros((40, 4))
-    a[:20] = rng.normal(size=(20, 4))
-    ref = a.copy()
+    a, b = np.zeros((40, 4)), np.zeros((40, 3))
+    a[:20], b[:20] = rng.normal(size=(20, 4)), rng.normal(size=(20, 3))
+    ref_a, ref_b = a.copy(), b.copy()
     src, dst = [], []
     for sel, first in ((np.array([3, 0, 19, 7]), 20), (np.array([21, 5, 23]), 24)):
-        ref[first:first + len(sel)] = ref[sel]
+        ref_a[first:first + len(sel)] = ref_a[sel]
+        ref_b[first:first + len(sel)] = ref_b[sel]
         src.append(sel)
         dst.append(np.arange(first, first + len(sel)))
-    ghost_copy.gather_rows(a, 0, a, np.concatenate(src), np.concatenate(dst))
-    assert same_bits(a, ref)
-    ghost_copy.gather_rows(a, 0, a, np.empty(0, np.int64), np.empty(0, np.int64))  # none
-    msg = np.zeros((2, 7))                          # a message: rows 0, 1 from column 3
-    ghost_copy.gather_rows(msg, 3, a, np.array([24, 2]))
-    assert same_bits(msg[:, 3:], a[[24, 2]]) and not msg[:, :3].any()
-    assert same_bits(a, ref)
+    ghost_copy.copy_images([a, b], np.concatenate(src), np.concatenate(dst))
+    assert same_bits(a, ref_a) and same_bits(b, ref_b)
+    ghost_copy.copy_images([a, b], np.empty(0, np.int64), np.empty(0, np.int64))  # none
+    msg = np.zeros((2, 7))                          # a message: rows 24 and 2
+    ghost_copy.pack(msg, [a, b], np.array([24, 2]))
+    assert same_bits(msg[:, :4], a[[24, 2]]) and same_bits(msg[:, 4:], b[[24, 2]])
+    assert same_bits(a, ref_a) and same_bits(b, ref_b)
+    ghost_copy.unpack([a, b], 30, msg)
+    assert same_bits(a[30:32], a[[24, 2]]) and same_bits(b[30:32], b[[24, 2]])
