@@ -50,6 +50,20 @@ cdef extern from *:
         r = r * f;
         __builtin_memcpy(q, &r, sizeof r);
     }
+    /* The largest of a[0 .. m-1], values >= 0 or NaN (at least 0; NaN if any is NaN):
+       the largest of their bit patterns as unsigned integers, which order such values
+       and put every NaN last, in a loop the compiler vectorizes (a floating-point
+       maximum would be a chain of dependent compares). */
+    static inline double pdem_largest(const double* a, long m) {
+        unsigned long long top = 0, bits;
+        double r;
+        for (long j = 0; j < m; j++) {
+            __builtin_memcpy(&bits, a + j, sizeof bits);
+            top = bits > top ? bits : top;
+        }
+        __builtin_memcpy(&r, &top, sizeof r);
+        return r;
+    }
     static inline pdem_q4 pdem_v3(const double* p) {        /* lanes 0-2; lane 3 zero */
         pdem_q4 x = {p[0], p[1], p[2], 0.0};
         return x;
@@ -71,6 +85,7 @@ cdef extern from *:
     ctypedef struct q4 "pdem_q4":       # 4 doubles, opaque here
         pass
     q4 v3_of "pdem_v3" (const double* p) noexcept nogil
+    double largest "pdem_largest" (const double* a, long m) noexcept nogil
     double kick_free "pdem_kick" (double* v, double* w, const double* f, const double* t,
                                   double s, double u, q4 g) noexcept nogil
 
@@ -86,24 +101,27 @@ cdef inline double drift_block(double* pos, const double* vel, const double* w, 
                                const double* base, double dt, Py_ssize_t a,
                                Py_ssize_t b, double* speed2) noexcept nogil:
     """Drift rows a..b (b - a <= BLOCK); return their largest squared displacement
-    from `base` (NaN if any is NaN); speed2[0]: their largest squared speed (worst_of).
+    from `base` (NaN if any is NaN); speed2[0]: their largest squared speed.
     pos may be base (a displacement of 0)."""
     cdef double h2[BLOCK]
     cdef double cw[BLOCK]
     cdef double s[BLOCK]
+    cdef double d2[BLOCK]
+    cdef double v2[BLOCK]
     cdef Py_ssize_t i, j, m = b - a
-    cdef double dx, dy, dz, rx, ry, rz, ang, worst = 0.0, fastest = 0.0
-    for i in range(a, b):
+    cdef double dx, dy, dz, rx, ry, rz, ang
+    for j in range(m):
+        i = a + j
         pos[3 * i] = pos[3 * i] + vel[3 * i] * dt
         pos[3 * i + 1] = pos[3 * i + 1] + vel[3 * i + 1] * dt
         pos[3 * i + 2] = pos[3 * i + 2] + vel[3 * i + 2] * dt
         dx = pos[3 * i] - base[3 * i]
         dy = pos[3 * i + 1] - base[3 * i + 1]
         dz = pos[3 * i + 2] - base[3 * i + 2]
-        worst_of(dx * dx + dy * dy + dz * dz, &worst)
-        worst_of(vel[3 * i] * vel[3 * i] + vel[3 * i + 1] * vel[3 * i + 1]
-                 + vel[3 * i + 2] * vel[3 * i + 2], &fastest)
-    speed2[0] = fastest
+        d2[j] = dx * dx + dy * dy + dz * dz
+        v2[j] = vel[3 * i] * vel[3 * i] + vel[3 * i + 1] * vel[3 * i + 1] \
+            + vel[3 * i + 2] * vel[3 * i + 2]
+    speed2[0] = largest(v2, m)
     for j in range(m):
         i = a + j
         rx = w[3 * i] * dt
@@ -126,7 +144,7 @@ cdef inline double drift_block(double* pos, const double* vel, const double* w, 
         # no spin: the orientation keeps its bits
         if w[3 * i] != 0.0 or w[3 * i + 1] != 0.0 or w[3 * i + 2] != 0.0:
             qturn(q + 4 * i, cw[j], rx * s[j], ry * s[j], rz * s[j])
-    return worst
+    return largest(d2, m)
 
 
 cdef inline double kick_block(double* vel, double* w, const double* force,
@@ -164,13 +182,16 @@ cdef inline double kick_block(double* vel, double* w, const double* force,
         check += 0.0 * (vel[3 * i] + vel[3 * i + 1] + vel[3 * i + 2] + w[3 * i]
                         + w[3 * i + 1] + w[3 * i + 2])
     if pos != NULL:                                        # the block is in cache
-        for i in range(a, b):
+        for j in range(m):                                 # (im, ii: scratch now)
+            i = a + j
             dx = (pos[3 * i] + vel[3 * i] * dt) - base[3 * i]
             dy = (pos[3 * i + 1] + vel[3 * i + 1] * dt) - base[3 * i + 1]
             dz = (pos[3 * i + 2] + vel[3 * i + 2] * dt) - base[3 * i + 2]
-            worst_of(dx * dx + dy * dy + dz * dz, worst)
-            worst_of(vel[3 * i] * vel[3 * i] + vel[3 * i + 1] * vel[3 * i + 1]
-                     + vel[3 * i + 2] * vel[3 * i + 2], worst + 1)
+            im[j] = dx * dx + dy * dy + dz * dz
+            ii[j] = vel[3 * i] * vel[3 * i] + vel[3 * i + 1] * vel[3 * i + 1] \
+                + vel[3 * i + 2] * vel[3 * i + 2]
+        worst[0] = largest(im, m)
+        worst[1] = largest(ii, m)
     return check
 
 
