@@ -607,10 +607,10 @@ cdef void pair_range(Py_ssize_t k0, Py_ssize_t k1, const int* near, const int* i
                      const Sums* S, bint blocks) noexcept nogil:
     """Candidate pairs k0 .. k1-1 (particle indices a < b in id order), or the pairs of
     rows k0 .. k1-1 of near, (k, i1[k], i2[k]) each (near_pairs; the other pairs neither
-    touch nor are active): screening, then
-    blocks of touching pairs (a block of one pair when `blocks` is False). Pairs that
-    do not touch get active = 0 and their rows are not touched (slot: NULL, one row per
-    pair; else a pooled batch, whose pairs that open give their rows back)."""
+    touch nor are active): screening, then blocks of touching pairs (a block of one pair
+    when `blocks` is False). Pairs that do not touch get active = 0 and their rows are
+    not touched (slot: NULL, one row per pair; else a pooled batch, whose pairs that open
+    give their rows back)."""
     cdef Block blk
     cdef double (*bin)[NB]
     cdef Py_ssize_t t, k, kp
@@ -820,7 +820,8 @@ def sphere_sphere(i1, i2, pos, image, cell, vel, angvel, radius, mass, material,
         if bounds == NULL:
             raise MemoryError()
         for t in range(nt + 1):
-            bounds[t] = m * t // nt if pnear == NULL else first_at_least(pnear, n_near, m * t // nt)
+            bounds[t] = (m * t // nt if pnear == NULL
+                         else first_at_least(pnear, n_near, m * t // nt))
         B.moving = cell_moving(B.cell)
         B.periodic = periodic
         B.image_from = max(0, image_from)
