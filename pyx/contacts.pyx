@@ -882,7 +882,8 @@ def near_pairs(i1, i2, pos, image, cell, radius, active, double margin, bint per
             keep = (act[k] != 0) | (vdot(x2, x2) < reach * reach)
             o[3 * n], o[3 * n + 1], o[3 * n + 2] = k, pi1[k], pi2[k]    # kept or not:
             n += keep                                   # no branch to mispredict
-    return out[:n].copy()
+    out.resize((n, 3), refcheck=False)      # in place: the memory beyond n returned
+    return out
 
 
 cdef struct Planes:
