@@ -324,6 +324,7 @@ class PairContacts(TwoBodyRows):
         self.near = NearList()
 
     def build(self, b):
+        self.near.forget()               # its memory not held through the build
         self.image_from = b.n_own
         i1, i2, key = pair_candidates(self.sim, b)
         mask = shaped(self.sim, i1, i2)

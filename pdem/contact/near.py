@@ -25,11 +25,15 @@ class NearList:
         self.margin = 0.0           # its margin
         self.builds = 0
 
+    def forget(self):
+        """Drop the list and the Verlet list it refers to (a rebuild makes new ones)."""
+        self.batch = self.pairs = None
+
     def pairs_of(self, kind):
         """The near list of the pair kind `kind` (built when due), or None: every pair."""
         sim, b = kind.sim, kind.batch
         if not (sim.near_margin > 0 and sim.skin and sim.scheme.near_lists and len(b.i1)):
-            self.batch = self.pairs = None
+            self.forget()
             return None
         margin = sim.near_margin * sim.skin
         if (self.batch is not b or margin != self.margin
