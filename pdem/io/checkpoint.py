@@ -76,7 +76,8 @@ KIND_SINCE = {"region": 6, "ellpair": 7, "ellplane": 7, "ellmesh": 9, "clump": 9
 ELEMENT_FIELDS = ("a", "b", "material")      # pdem.contact.walls.Segments
 ROW_LAYOUT = json.dumps({"columns": COLUMNS, "ncols": NCOLS, "key_bits": keys.BITS})
 CHUNK = 1 << 20                     # rows read at a time on restart
-OPTIONS = ("skin", "flags", "lost", "check_timestep", "max_overlap", "balance", "track_energy")
+OPTIONS = ("skin", "flags", "lost", "check_timestep", "max_overlap", "balance", "track_energy",
+           "near_margin")
 
 
 def _write_rows(group, name, local, comm):

@@ -143,3 +143,10 @@ def test_near_margin_must_be_a_number_of_at_least_zero():
     dom = pdem.Domain((0, 0, 0), (1, 1, 1))
     with pytest.raises(InputError, match="near_margin"):
         pdem.Simulation(dom, 1e-4, near_margin=-0.1)
+
+
+def test_a_restart_keeps_the_near_margin(tmp_path):
+    sim = flowing_box(0.02, projectiles=False)
+    sim.run(steps=10)
+    sim.checkpoint(str(tmp_path / "c.h5"))
+    assert pdem.restart(str(tmp_path / "c.h5")).near_margin == 0.02
