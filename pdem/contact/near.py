@@ -18,6 +18,8 @@ from .._kernels import contacts as ck
 
 
 class NearList:
+    """The near list of a pair kind (PairContacts.near), and how often it was built."""
+
     def __init__(self):
         self.batch = None           # the Verlet list it was built from
         self.pairs = None
