@@ -90,11 +90,9 @@ cdef extern from *:
                                   double s, double u, q4 g) noexcept nogil
 
 
-cdef inline void worst_of(double d2, double* worst) noexcept nogil:
-    """worst[0]: the largest d2 so far, NaN once any d2 was NaN."""
-    if d2 > worst[0] or d2 != d2:
-        if worst[0] == worst[0]:
-            worst[0] = d2
+cdef inline double norm2(const double* v) noexcept nogil:
+    """|v|^2 of a 3-vector, in one order (the same bits wherever a speed is taken)."""
+    return v[0] * v[0] + v[1] * v[1] + v[2] * v[2]
 
 
 cdef inline double drift_block(double* pos, const double* vel, const double* w, double* q,
@@ -119,8 +117,7 @@ cdef inline double drift_block(double* pos, const double* vel, const double* w, 
         dy = pos[3 * i + 1] - base[3 * i + 1]
         dz = pos[3 * i + 2] - base[3 * i + 2]
         d2[j] = dx * dx + dy * dy + dz * dz
-        v2[j] = vel[3 * i] * vel[3 * i] + vel[3 * i + 1] * vel[3 * i + 1] \
-            + vel[3 * i + 2] * vel[3 * i + 2]
+        v2[j] = norm2(vel + 3 * i)
     speed2[0] = largest(v2, m)
     for j in range(m):
         i = a + j
@@ -151,9 +148,10 @@ cdef inline double kick_block(double* vel, double* w, const double* force,
                               const double* torque, const double* mass, const double* inertia,
                               const unsigned char* blocked, const double* gdt, double dt,
                               Py_ssize_t a, Py_ssize_t b, const double* pos,
-                              const double* base, double* worst) noexcept nogil:
+                              const double* base, double* moved2,
+                              double* speed2) noexcept nogil:
     """Kick rows a..b (b - a <= BLOCK); return 0 if every new velocity is finite (else
-    NaN). With pos: worst[0], worst[1] = the largest squared displacement from base
+    NaN). With pos: moved2[0], speed2[0] = the largest squared displacement from base
     and the largest squared speed that the next drift will give (its sums, in its
     order)."""
     cdef double im[BLOCK]
@@ -188,10 +186,9 @@ cdef inline double kick_block(double* vel, double* w, const double* force,
             dy = (pos[3 * i + 1] + vel[3 * i + 1] * dt) - base[3 * i + 1]
             dz = (pos[3 * i + 2] + vel[3 * i + 2] * dt) - base[3 * i + 2]
             im[j] = dx * dx + dy * dy + dz * dz
-            ii[j] = vel[3 * i] * vel[3 * i] + vel[3 * i + 1] * vel[3 * i + 1] \
-                + vel[3 * i + 2] * vel[3 * i + 2]
-        worst[0] = largest(im, m)
-        worst[1] = largest(ii, m)
+            ii[j] = norm2(vel + 3 * i)
+        moved2[0] = largest(im, m)
+        speed2[0] = largest(ii, m)
     return check
 
 
@@ -212,7 +209,7 @@ def drift(pos, vel, angvel, orient, pos_at_build, double dt, int n_own, int n_th
     The arrays: the store's (n, 3) and (n, 4) float64 fields (arrays.pxd data)."""
     cdef Py_ssize_t k, nb = (n_own + BLOCK - 1) // BLOCK
     cdef int nt = max(1, n_threads)
-    cdef double worst = 0.0, fastest = 0.0
+    cdef double worst, fastest
     cdef double* per_block
     if n_own <= 0:
         return 0.0, 0.0
@@ -228,9 +225,7 @@ def drift(pos, vel, angvel, orient, pos_at_build, double dt, int n_own, int n_th
     for k in prange(nb, nogil=True, schedule='static', num_threads=nt):
         per_block[k] = drift_block(x, v, w, q, base, dt, k * BLOCK, min(n_own, (k + 1) * BLOCK),
                                    &per_block[nb + k])
-    for k in range(nb):
-        worst_of(per_block[k], &worst)
-        worst_of(per_block[nb + k], &fastest)
+    worst, fastest = largest(per_block, nb), largest(per_block + nb, nb)
     free(per_block)
     return worst, fastest
 
@@ -241,7 +236,7 @@ cdef kick_rows(vel, angvel, force, torque, mass, inertia, blocked, gravity, doub
     next drift's values: its largest squared displacement from base and squared speed)."""
     cdef Py_ssize_t k, i, nb = (n_own + BLOCK - 1) // BLOCK
     cdef int nt = max(1, n_threads), d
-    cdef double check = 0.0, worst = 0.0, fastest = 0.0
+    cdef double check = 0.0, worst, fastest
     cdef double gdt[3]
     cdef double* per_block
     cdef const double* g = <const double*>data(gravity, "gravity", F64, 1, 0, False)
@@ -263,12 +258,11 @@ cdef kick_rows(vel, angvel, force, torque, mass, inertia, blocked, gravity, doub
     if per_block == NULL:
         raise MemoryError()
     for k in prange(nb, nogil=True, schedule='static', num_threads=nt):
-        per_block[2 * k] = per_block[2 * k + 1] = 0.0
+        per_block[k] = per_block[nb + k] = 0.0
         check += kick_block(v, w, f, t, m, inert, blk, gdt, dt, k * BLOCK,
-                            min(n_own, (k + 1) * BLOCK), pos, base, &per_block[2 * k])
-    for k in range(nb):
-        worst_of(per_block[2 * k], &worst)
-        worst_of(per_block[2 * k + 1], &fastest)
+                            min(n_own, (k + 1) * BLOCK), pos, base, &per_block[k],
+                            &per_block[nb + k])
+    worst, fastest = largest(per_block, nb), largest(per_block + nb, nb)
     free(per_block)
     if check == 0.0:
         return -1, worst, fastest

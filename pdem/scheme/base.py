@@ -38,7 +38,8 @@ class Scheme:
     stiffness = True
     lever_flags = 0
     particle_fields = ()        # OPTIONAL particle fields the scheme needs (pdem/particles.py)
-    # advance sets sim._ahead, the next drift's rebuild test, when sim._predicting
+    # advance sets sim._ahead, the next drift's values (its largest squared displacement
+    # from the build positions and squared speed), when sim._predicting
     predicts_rebuild = False
     # positions change only by Simulation.step's drift: the pair kind may visit its
     # near list alone (pdem/contact/near.py)
