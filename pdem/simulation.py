@@ -838,7 +838,8 @@ class Simulation:
             self.motions.apply(self)
         self.planes.move(self.dt)
         self.mesh_walls.move(self.dt)
-        moved2 = max(moved2, self.mesh_walls.moved2())    # the same on every rank
+        walls2 = max(self.planes.moved2(), self.mesh_walls.moved2())   # the same on every rank
+        moved2 = max(moved2, walls2)
         images = 0.0
         if self.cell.deforming:                 # H to t + dt; images moved with it
             extra = self.cell.advance(self.dt)
@@ -849,7 +850,7 @@ class Simulation:
         self.timers["integrate"] += t1 - clock
         if not self._dirty and self.size > 1:   # every rank rebuilds on the same steps
             if predicted is not None:
-                moved2, speed2 = max(predicted[0], self.mesh_walls.moved2()), predicted[1]
+                moved2, speed2 = max(predicted[0], walls2), predicted[1]
             else:
                 moved2, speed2 = self.collective.max([moved2, speed2])
         # how far any particle may have moved since the last build (pdem.contact.near)
@@ -1052,6 +1053,8 @@ class Simulation:
                 kind.build(build)
         self.scheme.after_build(self)
         self._build_pos = build_pos if restore else st.pos[:n_own].copy()
+        if not restore:
+            self.planes.mark_built()
         self._dirty = self._restoring = False
         self.n_rebuilds += 0 if restore else 1
         self.travel = 0.0

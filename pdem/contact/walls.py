@@ -11,6 +11,7 @@ class Planes:
         self.normal = np.zeros((0, 3))
         self.vel = np.zeros((0, 3))
         self.material = np.zeros(0, np.int32)
+        self.build_point = np.zeros((0, 3))   # the points at the last neighbour-list build
 
     def __len__(self):
         return len(self.material)
@@ -28,6 +29,7 @@ class Planes:
         if not np.all(np.isfinite(vel)):
             raise InputError("add_plane: velocity must be finite, got %r" % (vel.tolist(),))
         self.point = np.vstack([self.point, point])
+        self.build_point = np.vstack([self.build_point, point])
         self.normal = np.vstack([self.normal, normal / norm])
         self.vel = np.vstack([self.vel, vel])
         self.material = np.append(self.material, np.int32(material_index))
@@ -36,12 +38,24 @@ class Planes:
     def remove_last(self):
         """Undo the last add (a refused plane)."""
         self.point, self.normal, self.vel = self.point[:-1], self.normal[:-1], self.vel[:-1]
+        self.build_point = self.build_point[:-1]
         self.material = self.material[:-1]
 
     def move(self, dt):
         """Rigid translation of every plane over one step (t -> t + dt)."""
         if len(self):
             self.point += self.vel * dt
+
+    def moved2(self):
+        """Largest squared displacement of a plane along its normal since the last
+        neighbour-list build (a plane sliding in its own plane changes no gap)."""
+        if not len(self):
+            return 0.0
+        d = np.einsum("ij,ij->i", self.point - self.build_point, self.normal)
+        return float(np.max(d * d))
+
+    def mark_built(self):
+        self.build_point = self.point.copy()
 
 
 class Segments:

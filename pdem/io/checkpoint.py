@@ -125,7 +125,7 @@ def write(sim, path):
                                       if k != "index"} for m in sim.materials.materials])
         a["pairs"] = json.dumps([[i, j, p] for (i, j), p in sim.materials.overrides.items()])
         planes = f.create_group("planes")
-        for name in ("point", "normal", "vel", "material"):
+        for name in ("point", "normal", "vel", "material", "build_point"):
             planes.create_dataset(name, data=getattr(sim.planes, name))  # identical on all ranks
         for name in ("ids", "force", "torque"):          # identical on all ranks too
             f.create_dataset("external/" + name, data=getattr(sim.external, name))
@@ -240,6 +240,9 @@ def read(path, simulation, comm=None, threads=None, dims=None):
             sim.pair(i, j, **params)
         for name in ("point", "normal", "vel", "material"):
             setattr(sim.planes, name, f["planes/" + name][...])
+        # the points at the last build (files before it: as if built at the checkpoint)
+        sim.planes.build_point = f["planes/build_point"][...] if "planes/build_point" in f \
+            else sim.planes.point.copy()
         if "external" in f:
             for name in ("ids", "force", "torque"):
                 setattr(sim.external, name, f["external/" + name][...])
