@@ -1,7 +1,8 @@
 """Simulation: owns the particles, interactions and walls of one rank and runs the step.
 
 The step, written once, in `step`:
-  drift (x, q to t)  ->  if any particle on any rank moved > skin/2: wrap, migrate
+  drift (x, q to t)  ->  if any particle on any rank moved > skin/2 (relative to the
+  mean flow, and towards any wall; pdem/contact/frame.py), or a wall did: wrap, migrate
   particles with their contact rows, build ghosts (borders: six swaps), the candidate
   lists of every interaction kind (pdem.contact.kinds), carry contact state over;
   else refresh the ghosts (forward)  ->  scheme.advance: the explicit scheme computes
@@ -27,6 +28,7 @@ from ._kernels import integrate, rebuild as _r
 from .cell import Cell, apply
 from .collective import Collective
 from .contact import keys
+from .contact.frame import MovingFrame
 from .contact.flags import APPROX, NO_RATCH
 from .contact.kinds import KINDS, Build, owned_index
 from .contact.mesh import Mesh
@@ -162,6 +164,7 @@ class Simulation:
         self._ahead = (0.0, 0.0)        # this rank's values (the scheme's kick)
         self._next_drift = None         # every rank's largest (moved2, speed2): next step only
         self.travel = 0.0               # a bound of any particle's path since the build
+        self.frame = MovingFrame()      # ... in the frame of the mean flow (contact/frame.py)
         self._checked_dt = False
         self.shapes = False           # any non-sphere (the same on every rank)
         self.polyhedra = False        # any polyhedron (the same on every rank)
@@ -831,7 +834,8 @@ class Simulation:
         if self.cell.deforming:                 # homoDeform: a change of L (pdem/cell.py)
             self.cell.adjust_velocities(st)
         moved2, speed2 = integrate.drift(st.pos, st.vel, st.angvel, st.orient, since_build,
-                                         self.dt, st.n_own, self.threads)
+                                         self.dt, st.n_own, self.threads,
+                                         self.frame.advance(self.dt))
         if self.shapes:                 # non-spheres: the free rotor (pdem/shapes.py)
             self.rotation.drift(st, self.dt, self.threads)
         if self.motions:                        # motion laws: wall velocities of this step
@@ -839,7 +843,7 @@ class Simulation:
         self.planes.move(self.dt)
         self.mesh_walls.move(self.dt)
         walls2 = max(self.planes.moved2(), self.mesh_walls.moved2())   # the same on every rank
-        moved2 = max(moved2, walls2)
+        moved2 = max(self.frame.moved2(moved2, self.planes), walls2)
         images = 0.0
         if self.cell.deforming:                 # H to t + dt; images moved with it
             extra = self.cell.advance(self.dt)
@@ -850,7 +854,8 @@ class Simulation:
         self.timers["integrate"] += t1 - clock
         if not self._dirty and self.size > 1:   # every rank rebuilds on the same steps
             if predicted is not None:
-                moved2, speed2 = max(predicted[0], walls2), predicted[1]
+                moved2 = max(self.frame.moved2(predicted[0], self.planes), walls2)
+                speed2 = predicted[1]
             else:
                 moved2, speed2 = self.collective.max([moved2, speed2])
         # how far any particle may have moved since the last build (pdem.contact.near)
@@ -995,9 +1000,9 @@ class Simulation:
                 if self.check_ids:
                     self._ids = np.setdiff1d(self._ids, removed)
                 bonds.forget(removed)
-        rmax, bond = self.collective.max(np.array([
+        rmax, bond, *velocities = self.collective.max(np.concatenate([[
             float(own["radius"].max()) if len(own["radius"]) else 0.0,
-            self.interactions["bond"].reach()]))
+            self.interactions["bond"].reach()], MovingFrame.velocity_box(own["vel"])]))
         if self.skin is None and rmax > 0:    # an empty start (insertion later) waits
             self.skin = 0.2 * rmax
         skin = self.skin or 0.0
@@ -1055,6 +1060,7 @@ class Simulation:
         self._build_pos = build_pos if restore else st.pos[:n_own].copy()
         if not restore:
             self.planes.mark_built()
+            self.frame.reset(self, np.array(velocities))
         self._dirty = self._restoring = False
         self.n_rebuilds += 0 if restore else 1
         self.travel = 0.0

@@ -90,17 +90,32 @@ cdef extern from *:
                                   double s, double u, q4 g) noexcept nogil
 
 
-cdef inline double norm2(const double* v) noexcept nogil:
-    """|v|^2 of a 3-vector, in one order (the same bits wherever a speed is taken)."""
-    return v[0] * v[0] + v[1] * v[1] + v[2] * v[2]
+cdef inline double speed2_in(const double* v, const double* c) noexcept nogil:
+    """|v - c|^2: the squared speed in the frame moving at c, in one order (the same bits
+    wherever it is taken; c = 0: |v|^2 bit for bit)."""
+    cdef double x = v[0] - c[0], y = v[1] - c[1], z = v[2] - c[2]
+    return x * x + y * y + z * z
+
+
+cdef double no_frame[6]         # a frame at rest: zero shift and velocity
+
+
+cdef const double* frame_of(object frame) except NULL:
+    """The (2, 3) float64 `frame` (its shift since the build, then its velocity), or
+    the frame at rest for None."""
+    if frame is None:
+        return no_frame
+    if rows(frame) != 2:
+        raise ValueError("frame: %d rows, expected 2 (shift, velocity)" % rows(frame))
+    return <const double*>data(frame, "frame", F64, 2, 3, False)
 
 
 cdef inline double drift_block(double* pos, const double* vel, const double* w, double* q,
-                               const double* base, double dt, Py_ssize_t a,
-                               Py_ssize_t b, double* speed2) noexcept nogil:
+                               const double* base, const double* frame, double dt,
+                               Py_ssize_t a, Py_ssize_t b, double* speed2) noexcept nogil:
     """Drift rows a..b (b - a <= BLOCK); return their largest squared displacement
-    from `base` (NaN if any is NaN); speed2[0]: their largest squared speed.
-    pos may be base (a displacement of 0)."""
+    from `base` in the moving frame (frame: its shift, then its velocity; NaN if any
+    is NaN); speed2[0]: their largest squared speed in that frame. pos may be base."""
     cdef double h2[BLOCK]
     cdef double cw[BLOCK]
     cdef double s[BLOCK]
@@ -113,11 +128,11 @@ cdef inline double drift_block(double* pos, const double* vel, const double* w, 
         pos[3 * i] = pos[3 * i] + vel[3 * i] * dt
         pos[3 * i + 1] = pos[3 * i + 1] + vel[3 * i + 1] * dt
         pos[3 * i + 2] = pos[3 * i + 2] + vel[3 * i + 2] * dt
-        dx = pos[3 * i] - base[3 * i]
-        dy = pos[3 * i + 1] - base[3 * i + 1]
-        dz = pos[3 * i + 2] - base[3 * i + 2]
+        dx = (pos[3 * i] - base[3 * i]) - frame[0]
+        dy = (pos[3 * i + 1] - base[3 * i + 1]) - frame[1]
+        dz = (pos[3 * i + 2] - base[3 * i + 2]) - frame[2]
         d2[j] = dx * dx + dy * dy + dz * dz
-        v2[j] = norm2(vel + 3 * i)
+        v2[j] = speed2_in(vel + 3 * i, frame + 3)
     speed2[0] = largest(v2, m)
     for j in range(m):
         i = a + j
@@ -148,12 +163,12 @@ cdef inline double kick_block(double* vel, double* w, const double* force,
                               const double* torque, const double* mass, const double* inertia,
                               const unsigned char* blocked, const double* gdt, double dt,
                               Py_ssize_t a, Py_ssize_t b, const double* pos,
-                              const double* base, double* moved2,
+                              const double* base, const double* frame, double* moved2,
                               double* speed2) noexcept nogil:
     """Kick rows a..b (b - a <= BLOCK); return 0 if every new velocity is finite (else
     NaN). With pos: moved2[0], speed2[0] = the largest squared displacement from base
-    and the largest squared speed that the next drift will give (its sums, in its
-    order)."""
+    and the largest squared speed that the next drift will give in its frame (its sums,
+    in its order)."""
     cdef double im[BLOCK]
     cdef double ii[BLOCK]
     cdef Py_ssize_t i, j, m = b - a
@@ -182,11 +197,11 @@ cdef inline double kick_block(double* vel, double* w, const double* force,
     if pos != NULL:                                        # the block is in cache
         for j in range(m):                                 # (im, ii: scratch now)
             i = a + j
-            dx = (pos[3 * i] + vel[3 * i] * dt) - base[3 * i]
-            dy = (pos[3 * i + 1] + vel[3 * i + 1] * dt) - base[3 * i + 1]
-            dz = (pos[3 * i + 2] + vel[3 * i + 2] * dt) - base[3 * i + 2]
+            dx = ((pos[3 * i] + vel[3 * i] * dt) - base[3 * i]) - frame[0]
+            dy = ((pos[3 * i + 1] + vel[3 * i + 1] * dt) - base[3 * i + 1]) - frame[1]
+            dz = ((pos[3 * i + 2] + vel[3 * i + 2] * dt) - base[3 * i + 2]) - frame[2]
             im[j] = dx * dx + dy * dy + dz * dz
-            ii[j] = norm2(vel + 3 * i)
+            ii[j] = speed2_in(vel + 3 * i, frame + 3)
         moved2[0] = largest(im, m)
         speed2[0] = largest(ii, m)
     return check
@@ -202,10 +217,13 @@ cdef void* rows_of(object a, str name, Py_ssize_t n, Py_ssize_t cols, bint writa
     return p
 
 
-def drift(pos, vel, angvel, orient, pos_at_build, double dt, int n_own, int n_threads):
+def drift(pos, vel, angvel, orient, pos_at_build, double dt, int n_own, int n_threads,
+          frame=None):
     """Advance positions and orientations; return (the largest squared displacement
     since the last neighbor-list build: the rebuild criterion, the largest squared
-    speed of the drift: pdem.contact.near), each NaN if any of its values is NaN.
+    speed of the drift: pdem.contact.near), each NaN if any of its values is NaN, both
+    relative to a frame in uniform motion (frame: None, at rest, or (2, 3): its shift
+    since the build, then its velocity; pdem/contact/frame.py).
     The arrays: the store's (n, 3) and (n, 4) float64 fields (arrays.pxd data)."""
     cdef Py_ssize_t k, nb = (n_own + BLOCK - 1) // BLOCK
     cdef int nt = max(1, n_threads)
@@ -219,21 +237,24 @@ def drift(pos, vel, angvel, orient, pos_at_build, double dt, int n_own, int n_th
     cdef double* q = <double*>rows_of(orient, "orient", n_own, 4, True)
     cdef const double* base = <const double*>rows_of(pos_at_build, "pos_at_build", n_own, 3,
                                                      False)
+    cdef const double* moving = frame_of(frame)
     per_block = <double*>malloc(2 * nb * sizeof(double))
     if per_block == NULL:
         raise MemoryError()
     for k in prange(nb, nogil=True, schedule='static', num_threads=nt):
-        per_block[k] = drift_block(x, v, w, q, base, dt, k * BLOCK, min(n_own, (k + 1) * BLOCK),
-                                   &per_block[nb + k])
+        per_block[k] = drift_block(x, v, w, q, base, moving, dt, k * BLOCK,
+                                   min(n_own, (k + 1) * BLOCK), &per_block[nb + k])
     worst, fastest = largest(per_block, nb), largest(per_block + nb, nb)
     free(per_block)
     return worst, fastest
 
 
 cdef kick_rows(vel, angvel, force, torque, mass, inertia, blocked, gravity, double dt,
-               int n_own, int n_threads, const double* pos, const double* base):
+               int n_own, int n_threads, const double* pos, const double* base,
+               const double* frame):
     """(first particle with a non-finite new velocity or -1, and when pos is given the
-    next drift's values: its largest squared displacement from base and squared speed)."""
+    next drift's values: its largest squared displacement from base and squared speed,
+    in the frame)."""
     cdef Py_ssize_t k, i, nb = (n_own + BLOCK - 1) // BLOCK
     cdef int nt = max(1, n_threads), d
     cdef double check = 0.0, worst, fastest
@@ -260,7 +281,7 @@ cdef kick_rows(vel, angvel, force, torque, mass, inertia, blocked, gravity, doub
     for k in prange(nb, nogil=True, schedule='static', num_threads=nt):
         per_block[k] = per_block[nb + k] = 0.0
         check += kick_block(v, w, f, t, m, inert, blk, gdt, dt, k * BLOCK,
-                            min(n_own, (k + 1) * BLOCK), pos, base, &per_block[k],
+                            min(n_own, (k + 1) * BLOCK), pos, base, frame, &per_block[k],
                             &per_block[nb + k])
     worst, fastest = largest(per_block, nb), largest(per_block + nb, nb)
     free(per_block)
@@ -279,17 +300,19 @@ def kick(vel, angvel, force, torque, mass, inertia, blocked, gravity, double dt,
     or angular velocity is not finite, or -1. The arrays: the store's float64 fields,
     blocked uint8, gravity (3,) (arrays.pxd data)."""
     return kick_rows(vel, angvel, force, torque, mass, inertia, blocked, gravity, dt, n_own,
-                     n_threads, NULL, NULL)[0]
+                     n_threads, NULL, NULL, NULL)[0]
 
 
 def kick_and_predict(vel, angvel, force, torque, mass, inertia, blocked, gravity, double dt,
-                     int n_own, int n_threads, pos, pos_at_build):
-    """kick, and in the same pass the values the next drift will return (the largest
-    squared displacement of x + v dt from pos_at_build, bit for bit, and the largest
-    squared speed): the rebuild decision of the next step rides on this step's
-    reduction. Returns (kick's index, those two values)."""
+                     int n_own, int n_threads, pos, pos_at_build, frame=None):
+    """kick, and in the same pass the values the next drift will return in `frame` (the
+    rows it will be given: MovingFrame.ahead): the largest squared displacement of
+    x + v dt from pos_at_build, bit for bit, and the largest squared speed. The
+    rebuild decision of the next step rides on this step's reduction. Returns (kick's
+    index, those two values)."""
     if n_own <= 0:
         return -1, 0.0, 0.0
     return kick_rows(vel, angvel, force, torque, mass, inertia, blocked, gravity, dt, n_own,
                      n_threads, <const double*>rows_of(pos, "pos", n_own, 3, False),
-                     <const double*>rows_of(pos_at_build, "pos_at_build", n_own, 3, False))
+                     <const double*>rows_of(pos_at_build, "pos_at_build", n_own, 3, False),
+                     frame_of(frame))

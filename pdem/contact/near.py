@@ -7,8 +7,9 @@ margin (a fraction `Simulation.near_margin` of the skin; pyx/contacts.pyx near_p
 the kernel then visits those alone, in the same order, so results keep their bits.
 
 It stays valid while no excluded pair can have closed its gap: each particle moved at
-most `Simulation.travel` since the build (the largest speed of each drift times dt,
-every rank's, plus the images of a deforming cell: pdem/simulation.py step), so a
+most `Simulation.travel` since the build relative to the frame of the mean flow (the
+largest speed in that frame of each drift times dt, every rank's, plus the images of a
+deforming cell: pdem/simulation.py step; pdem/contact/frame.py), so a
 pair's gap shrank by at most twice the travel since the near build. The list is built
 again once that reaches half the margin (a factor of 2 against round-off), and at every
 rebuild of the Verlet list. Only for schemes whose positions change by the step's drift

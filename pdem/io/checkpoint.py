@@ -106,6 +106,7 @@ def write(sim, path):
         a["step"], a["time"], a["dt"] = sim.step_count, sim.time, sim.dt
         a["clock_t0"], a["clock_step0"] = sim.clock_origin   # time = t0 + (step - step0) dt
         a["next_id"], a["n_rebuilds"] = sim.next_id, sim.n_rebuilds
+        a["frame"] = json.dumps(sim.frame.state())     # the rebuild test's (contact/frame.py)
         a["gravity"] = sim.gravity
         a["dirty"] = sim.needs_rebuild
         a["options"] = json.dumps({k: getattr(sim, k) for k in OPTIONS})
@@ -265,6 +266,8 @@ def read(path, simulation, comm=None, threads=None, dims=None):
         sim.set_clock(float(a["time"]), int(a["step"]),
                       (float(a["clock_t0"]), int(a["clock_step0"])) if "clock_t0" in a else None)
         sim.next_id, sim.n_rebuilds = int(a["next_id"]), int(a["n_rebuilds"])
+        if "frame" in a:                # older files: the frame at rest until the next build
+            sim.frame.restore(json.loads(a["frame"]))
         sim.events.fired = set(json.loads(a["events_fired"])) if "events_fired" in a else set()
         if "cell" in f:                 # version 8: the cell (before owners are known)
             sim.cell.restore({k: v[...] for k, v in f["cell"].items()},

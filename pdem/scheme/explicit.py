@@ -78,7 +78,8 @@ class Explicit(Scheme):
         if sim._predicting:            # and the next drift's rebuild test (pdem/simulation.py)
             bad, *sim._ahead = integrate.kick_and_predict(
                 st.vel, st.angvel, st.force, st.torque, st.mass, st.inertia, st.blocked,
-                sim.gravity, sim.dt, st.n_own, sim.threads, st.pos, sim._build_pos)
+                sim.gravity, sim.dt, st.n_own, sim.threads, st.pos, sim._build_pos,
+                sim.frame.ahead(sim.dt))
         else:
             bad = integrate.kick(st.vel, st.angvel, st.force, st.torque, st.mass, st.inertia,
                                  st.blocked, sim.gravity, sim.dt, st.n_own, sim.threads)

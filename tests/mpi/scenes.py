@@ -6,14 +6,16 @@ import pdem
 from pdem.contact import shapes
 
 
-def sheared_box(comm, dim=3, threads=1, n_side=None, layers=None, seed=5, batches=1, **options):
+def sheared_box(comm, dim=3, threads=1, n_side=None, layers=None, seed=5, batches=1,
+                flow=(0.0, 0.0, 0.0), **options):
     """A granular layer sheared between two frictional plane walls moving in opposite
     directions along x, periodic on the other axes, started on a jittered lattice
     with random velocities plus a linear shear profile, under gravity towards the lower wall: particles cross subdomain
     boundaries all the time and contacts slide; the walls also close in slowly. 3D: n_side^2 * layers spheres;
     2D: n_side * layers disks (defaults: 2028 spheres, 2000 disks). batches: number of
     add_spheres calls the particles are added in (consecutive slices, in the same order,
-    so with the same ids)."""
+    so with the same ids). flow: a velocity along the walls given to every particle and
+    both walls on top (the same scene seen from a moving frame)."""
     n_side = n_side or (13 if dim == 3 else 80)
     layers = layers or (12 if dim == 3 else 25)
     rng = np.random.default_rng(seed)
@@ -38,6 +40,7 @@ def sheared_box(comm, dim=3, threads=1, n_side=None, layers=None, seed=5, batche
     vel = np.zeros((n, 3))
     vel[:, :dim] = rng.normal(0.0, 0.2, (n, dim))
     vel[:, 0] += 2.0 * (pos[:, up] / height - 0.5)
+    vel += flow
     gravity = [0.0, 0.0, 0.0]
     gravity[up] = -5.0                 # the layer settles onto the lower wall within ~2.5 s
     sim = pdem.Simulation(dom, dt=2e-3, gravity=gravity, comm=comm, threads=threads, **options)
@@ -49,9 +52,11 @@ def sheared_box(comm, dim=3, threads=1, n_side=None, layers=None, seed=5, batche
     normal[up] = 1.0
     squeeze = [0.0, 0.0, 0.0]
     squeeze[up] = 0.1                  # the walls also close in: a dense, sheared layer
-    sim.add_plane(lo, normal, grain, velocity=(-2.0 + squeeze[0], squeeze[1], squeeze[2]))
+    sim.add_plane(lo, normal, grain, velocity=np.add(flow, (-2.0 + squeeze[0], squeeze[1],
+                                                             squeeze[2])))
     normal[up] = -1.0
-    sim.add_plane(hi, normal, grain, velocity=(2.0 - squeeze[0], -squeeze[1], -squeeze[2]))
+    sim.add_plane(hi, normal, grain, velocity=np.add(flow, (2.0 - squeeze[0], -squeeze[1],
+                                                            -squeeze[2])))
     for part in np.array_split(np.arange(n), batches):
         sim.add_spheres(pos[part, :dim], radius[part], grain, velocities=vel[part, :dim])
     return sim

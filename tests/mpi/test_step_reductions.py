@@ -65,3 +65,24 @@ def test_near_lists_take_every_rank_s_speed():
     assert_same_state(state(sim), comm.bcast(ref, root=0))
     near = sim.interactions["pair"].near
     assert comm.allreduce(near.builds, op=MPI.MIN) > sim.n_rebuilds
+
+
+def test_lists_follow_the_mean_flow():
+    """The sheared layer seen from a frame moving at 6 d/s along the walls (every
+    particle and wall faster by that): the rebuild test in the frame of the mean flow
+    (pdem/contact/frame.py) keeps the lists as long as in the layer at rest, and N
+    ranks and one give every bit the same (the frame's velocity is every rank's)."""
+    comm = MPI.COMM_WORLD
+    steps = 300
+    moving, still = sheared_box(comm, flow=(6.0, 3.0, 0.0)), sheared_box(comm)
+    moving.run(steps=steps)
+    still.run(steps=steps)
+    assert still.n_rebuilds >= 5
+    assert abs(moving.n_rebuilds - still.n_rebuilds) <= 1
+    ref = None
+    if comm.rank == 0:
+        alone = sheared_box(MPI.COMM_SELF, flow=(6.0, 3.0, 0.0))
+        alone.run(steps=steps)
+        ref = state(alone)
+        assert alone.n_rebuilds == moving.n_rebuilds
+    assert_same_state(state(moving), comm.bcast(ref, root=0))

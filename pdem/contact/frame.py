@@ -1,0 +1,73 @@
+"""The moving frame of the rebuild test.
+
+A pair's gap changes between two builds by at most |d_a - d_b|, the difference of the
+two particles' displacements: a uniform translation of everything cancels in it. So the
+pair lists (Verlet and near lists) stay valid while every particle has moved less than
+half the skin relative to a frame that moves at any uniform velocity c since the
+build: |d_i - c tau| < skin / 2 (tau: the time since the build). On a chute the grains
+all move down the slope at about the same speed; relative to the mean flow they move
+3x less (bench/README.md), and the lists last 3x longer.
+
+c is taken at each build: the centre of the box of the owned velocities of every rank
+(one reduction the rebuild makes anyway), the same on every rank. Walls are fixed in
+space: a plane sees a particle's displacement along its normal, |d_i . n| <=
+|d_i - c tau| + |c tau . n|, which the rebuild test adds (`moved2`). For mesh walls,
+2D segments and region walls the frame stays at rest (c = 0: the absolute
+displacements, bit for bit the test without a frame).
+"""
+import numpy as np
+
+
+class MovingFrame:
+    def __init__(self):
+        self.rows = np.zeros((2, 3))     # its shift c tau since the build, its velocity c
+        self.time = 0.0                  # tau
+
+    def advance(self, dt):
+        """The frame at the next drift's time: the rows integrate.drift takes."""
+        self.time += dt
+        self.rows[0] = self.rows[1] * self.time
+        return self.rows
+
+    def ahead(self, dt):
+        """The rows `advance(dt)` will give (the kick's prediction of the next drift)."""
+        rows = self.rows.copy()
+        rows[0] = rows[1] * (self.time + dt)
+        return rows
+
+    @staticmethod
+    def velocity_box(vel):
+        """This rank's largest velocity components and largest negated ones (6 values,
+        -inf without particles), for the build's reduction (a maximum)."""
+        if not len(vel):
+            return np.full(6, -np.inf)
+        return np.concatenate([vel.max(axis=0), -vel.min(axis=0)])
+
+    def reset(self, sim, box):
+        """At a build (not a restart's): c = the centre of every rank's velocity box (the
+        reduced `velocity_box`), or 0 when walls other than planes need the absolute
+        displacements, or without particles."""
+        self.rows[:] = 0.0
+        self.time = 0.0
+        fixed = len(sim.mesh_walls) or len(sim.segments) or len(sim.points) or \
+            len(sim.region_walls)
+        if not fixed and np.all(np.isfinite(box)):
+            self.rows[1] = 0.5 * (box[:3] - box[3:])
+
+    def moved2(self, moved2, planes):
+        """The squared bound of any particle's displacement that the lists must allow,
+        from the largest squared displacement in the frame: that of a particle towards
+        a plane adds the frame's own shift along the plane's normal."""
+        if not len(planes) or not np.any(self.rows[0]):
+            return moved2
+        lead = float(np.max(np.abs(planes.normal @ self.rows[0])))
+        return (np.sqrt(moved2) + lead) ** 2
+
+    def state(self):
+        return {"velocity": self.rows[1].tolist(), "time": self.time}
+
+    def restore(self, state):
+        """From `state` (a checkpoint); the shift follows at the next drift."""
+        self.rows[:] = 0.0
+        self.rows[1] = state["velocity"]
+        self.time = float(state["time"])
