@@ -164,7 +164,7 @@ class Simulation:
         self._ahead = (0.0, 0.0)        # this rank's values (the scheme's kick)
         self._next_drift = None         # every rank's largest (moved2, speed2): next step only
         self.travel = 0.0               # a bound of any particle's path since the build
-        self.frame = MovingFrame()      # ... in the frame of the mean flow (contact/frame.py)
+        self.frame = MovingFrame()      # ... relative to the mean flow (contact/frame.py)
         self._checked_dt = False
         self.shapes = False           # any non-sphere (the same on every rank)
         self.polyhedra = False        # any polyhedron (the same on every rank)

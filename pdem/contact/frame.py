@@ -13,7 +13,10 @@ c is taken at each build: the centre of the box of the owned velocities of every
 space: a plane sees a particle's displacement along its normal, |d_i . n| <=
 |d_i - c tau| + |c tau . n|, which the rebuild test adds (`moved2`). For mesh walls,
 2D segments and region walls the frame stays at rest (c = 0: the absolute
-displacements, bit for bit the test without a frame).
+displacements, bit for bit the test without a frame). Positions are wrapped into a
+periodic box at the builds: the test also keeps every particle within a whole skin of
+its build position, |d_i| <= |d_i - c tau| + |c tau| <= skin (half a skin without a
+frame), so that positions stay within a skin of the box for outputs and regions.
 """
 import numpy as np
 
@@ -55,13 +58,17 @@ class MovingFrame:
             self.rows[1] = 0.5 * (box[:3] - box[3:])
 
     def moved2(self, moved2, planes):
-        """The squared bound of any particle's displacement that the lists must allow,
-        from the largest squared displacement in the frame: that of a particle towards
-        a plane adds the frame's own shift along the plane's normal."""
-        if not len(planes) or not np.any(self.rows[0]):
+        """The square of the displacement to compare with half the skin, from the
+        largest squared displacement in the frame (moved2): that displacement, or
+        towards a plane that plus the frame's own shift along the plane's normal, or
+        half the bound of the displacement itself (within a skin), whichever is
+        largest. A frame at rest: moved2 itself."""
+        shift = self.rows[0]
+        if not np.any(shift):
             return moved2
-        lead = float(np.max(np.abs(planes.normal @ self.rows[0])))
-        return (np.sqrt(moved2) + lead) ** 2
+        d = np.sqrt(moved2)
+        lead = float(np.max(np.abs(planes.normal @ shift))) if len(planes) else 0.0
+        return max(d + lead, 0.5 * (d + float(np.sqrt(shift @ shift)))) ** 2
 
     def state(self):
         return {"velocity": self.rows[1].tolist(), "time": self.time}

@@ -1,8 +1,9 @@
 """The rebuild test in the frame of the mean flow (pdem/contact/frame.py): pair lists
-last as long in a flowing scene as at rest (Galilean invariance of the schedule), while
-walls still see every particle's own displacement: spheres flying together at a plane
-or a mesh wall bounce off it (e = restitution, closed form), however little they move
-relative to each other."""
+last longer in a flowing scene than a test of the particles' own displacements allows
+(bounded by a whole skin, so that positions stay near the box), while walls still see
+every particle's own displacement: spheres flying together at a plane or a mesh wall
+bounce off it (e = restitution, closed form), however little they move relative to
+each other."""
 import numpy as np
 import pytest
 
@@ -32,17 +33,17 @@ def gas(flow, steps=3000):
 
 
 def test_a_gas_in_flight_keeps_its_schedule_and_its_energy():
-    """The same gas at rest and flying at 25 d/s: as many rebuilds (within 10 %), and
-    in both the energy relative to the flow is conserved (elastic collisions,
-    so a contact missed by a stale list would show as an overlap found deep, i.e.
-    energy created), while the gas has made hundreds of collisions."""
+    """The same gas at rest and flying at 25 d/s: in both the energy relative to the
+    flow is conserved (elastic collisions, so a contact missed by a stale list would
+    show as an overlap found deep, i.e. energy created). The flight carries the gas 300
+    half-skins: a test of the particles' own displacements would rebuild 300 times or
+    more; in the frame of the flow, about once per skin of the flow's travel, 150."""
     still, e_still = gas((0.0, 0.0, 0.0))
     flying, e_flying = gas((20.0, -12.0, 9.0))
     assert flying.frame.rows[1] == pytest.approx([20.0, -12.0, 9.0], abs=3.0)
-    assert still.n_rebuilds >= 10
-    assert abs(flying.n_rebuilds - still.n_rebuilds) <= 0.1 * still.n_rebuilds
     travelled = 25.0 * 3000 * 2e-4 / (0.5 * still.skin)     # half-skins the flow moved
-    assert flying.n_rebuilds < 0.2 * travelled
+    assert travelled == pytest.approx(300.0)
+    assert 10 <= still.n_rebuilds < flying.n_rebuilds < 0.6 * travelled
     for e in (e_still, e_flying):
         assert np.max(np.abs(e / e[0] - 1.0)) < 2e-3
     assert np.max(np.abs(e_flying / e_still - 1.0)) < 3e-3

@@ -140,12 +140,14 @@ def test_simulation_pairs_minimum_image_brute_force(periodic):
 
 # ---------------------------------------------------------------- rebuild criterion
 def test_rebuild_when_a_particle_moves_more_than_half_skin():
-    """Particle 2 moves 1/3.5 of skin/2 per step: the list is built at step 1 (drift
-    first, then build), and rebuilt at the first step whose displacement since the
-    last build exceeds skin/2, i.e. every 4 steps; between rebuilds it is not."""
+    """Particle 2 moves skin/7.5 per step, the other two are at rest: the list is built
+    at step 1 (drift first, then build), and rebuilt at the first step whose
+    displacement since the last build exceeds skin/2 relative to the frame of the mean
+    flow (pdem/contact/frame.py: the centre of the velocities, v/2: each particle moves
+    v/2 relative to it), i.e. every 8 steps; between rebuilds it is not."""
     skin = 0.02
     dt = 1e-3
-    v = (0.5 * skin / 3.5) / dt
+    v = (skin / 7.5) / dt
     sim = make_sim((False, False, False), skin, dt=dt)
     # mover (id 2) along x at y = 0.45: leaves id 0's alert range, enters id 1's,
     # never touches either (centre distance stays above r1 + r2 = 0.06)
@@ -155,7 +157,7 @@ def test_rebuild_when_a_particle_moves_more_than_half_skin():
     for k in range(1, 30):
         sim.step()
         history.append(sim.n_rebuilds)
-        assert sim.n_rebuilds == 1 + (k - 1) // 4, (k, history)
+        assert sim.n_rebuilds == 1 + (k - 1) // 8, (k, history)
         p = sim.particles()
         if history[-1] != history[-2]:          # rebuilt now: list = brute force now
             assert sim_pair_ids(sim) == brute_pairs(p["position"], p["radius"], p["id"], skin)
