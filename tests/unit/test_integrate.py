@@ -100,6 +100,32 @@ def test_kick_predicts_the_next_drift():
                                     dt, n, 1)).all()
 
 
+def test_drift_and_its_prediction_in_a_moving_frame():
+    """With a frame (its shift since the build, its velocity: pdem/contact/frame.py) the
+    drift returns the largest squared displacement and speed relative to it, as numpy
+    computes them; kick_and_predict, given the frame of the next drift, predicts them
+    bit for bit; positions and orientations are the frame-less drift's."""
+    n, dt = 1000, 1e-3
+    frame = np.array([[0.3, -0.2, 0.05], [1.5, -0.7, 0.2]])
+    a, b = scene(n, 5), scene(n, 5)
+    pos = a["pos"] + a["vel"] * dt
+    d, v = (pos - a["build"]) - frame[0], a["vel"] - frame[1]
+    moved2, speed2 = integrate.drift(a["pos"], a["vel"], a["angvel"], a["orient"], a["build"],
+                                     dt, n, 2, frame)
+    integrate.drift(b["pos"], b["vel"], b["angvel"], b["orient"], b["build"], dt, n, 2)
+    assert same_bits(a["pos"], b["pos"]) and same_bits(a["orient"], b["orient"])
+    assert moved2 == np.max(d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2])
+    assert speed2 == np.max(v[:, 0] * v[:, 0] + v[:, 1] * v[:, 1] + v[:, 2] * v[:, 2])
+    _, *ahead = integrate.kick_and_predict(a["vel"], a["angvel"], a["force"], a["torque"],
+                                           a["mass"], a["inertia"], a["blocked"],
+                                           a["gravity"], dt, n, 1, a["pos"], a["build"], frame)
+    assert tuple(ahead) == integrate.drift(a["pos"], a["vel"], a["angvel"], a["orient"],
+                                           a["build"], dt, n, 1, frame)
+    with pytest.raises(ValueError, match="frame"):
+        integrate.drift(a["pos"], a["vel"], a["angvel"], a["orient"], a["build"], dt, n, 1,
+                        frame[:1])
+
+
 def test_drift_in_place_of_the_build_positions():
     """pos given as its own build positions (NSCD, DDA): displacement 0."""
     s = scene(300)
