@@ -31,24 +31,37 @@ cdef enum:
 
 cdef extern from *:
     """
-    /* q <- qrenorm(qmul(a, q)) (vecmath.pxd) with q in one vector of 4 doubles: each
-       lane makes its component's products and sums in qmul's order; a sign flip of
-       a product or of a term is exact, so the bits are qmul's and qrenorm's. */
     typedef double pdem_q4 __attribute__((vector_size(32)));
-    typedef long long pdem_i4 __attribute__((vector_size(32)));
-    static inline void pdem_qturn(double* q, double aw, double ax, double ay, double az) {
-        pdem_q4 b, r, sq;
-        const pdem_q4 s1 = {-1.0, 1.0, -1.0, 1.0}, s2 = {-1.0, 1.0, 1.0, -1.0},
-                      s3 = {-1.0, -1.0, 1.0, 1.0};
-        double f;
-        __builtin_memcpy(&b, q, sizeof b);
-        r = aw * b + ax * (s1 * __builtin_shuffle(b, (pdem_i4){1, 0, 3, 2}))
-                   + ay * (s2 * __builtin_shuffle(b, (pdem_i4){2, 3, 0, 1}))
-                   + az * (s3 * __builtin_shuffle(b, (pdem_i4){3, 2, 1, 0}));
-        sq = r * r;
-        f = 0.5 * (3.0 - (sq[0] + sq[1] + sq[2] + sq[3]));
-        r = r * f;
-        __builtin_memcpy(q, &r, sizeof r);
+    /* a where the mask m is all ones, else b (bit for bit: a select of integers, which
+       vectorizes where a select of doubles does not) */
+    static inline double pdem_pick(double a, double b, unsigned long long m) {
+        unsigned long long x, y;
+        __builtin_memcpy(&x, &a, sizeof x);
+        __builtin_memcpy(&y, &b, sizeof y);
+        x = (x & m) | (y & ~m);
+        __builtin_memcpy(&a, &x, sizeof a);
+        return a;
+    }
+    /* q_j <- qrenorm(qmul(a_j, q_j)) (vecmath.pxd, its operations in its order) for the
+       m quaternions of q where spin_j is all ones (the others keep their bits), with
+       a_j = (cw_j, rx_j s_j, ry_j s_j, rz_j s_j): a loop over particles that vectorizes */
+    static void pdem_turn(double* restrict q, const double* restrict rx,
+                          const double* restrict ry, const double* restrict rz,
+                          const double* restrict cw, const double* restrict s,
+                          const unsigned long long* restrict spin, long m) {
+        for (long j = 0; j < m; j++) {
+            double aw = cw[j], ax = rx[j] * s[j], ay = ry[j] * s[j], az = rz[j] * s[j];
+            double bw = q[4 * j], bx = q[4 * j + 1], by = q[4 * j + 2], bz = q[4 * j + 3];
+            double w = aw * bw - ax * bx - ay * by - az * bz;
+            double x = aw * bx + ax * bw + ay * bz - az * by;
+            double y = aw * by - ax * bz + ay * bw + az * bx;
+            double z = aw * bz + ax * by - ay * bx + az * bw;
+            double f = 0.5 * (3.0 - (w * w + x * x + y * y + z * z));
+            q[4 * j] = pdem_pick(w * f, bw, spin[j]);
+            q[4 * j + 1] = pdem_pick(x * f, bx, spin[j]);
+            q[4 * j + 2] = pdem_pick(y * f, by, spin[j]);
+            q[4 * j + 3] = pdem_pick(z * f, bz, spin[j]);
+        }
     }
     /* The largest of a[0 .. m-1], values >= 0 or NaN (at least 0; NaN if any is NaN):
        the largest of their bit patterns as unsigned integers, which order such values
@@ -81,7 +94,9 @@ cdef extern from *:
         return x[0] + x[1] + x[2];
     }
     """
-    void qturn "pdem_qturn" (double* q, double aw, double ax, double ay, double az) noexcept nogil
+    void turn "pdem_turn" (double* q, const double* rx, const double* ry, const double* rz,
+                           const double* cw, const double* s, const unsigned long long* spin,
+                           long m) noexcept nogil
     ctypedef struct q4 "pdem_q4":       # 4 doubles, opaque here
         pass
     q4 v3_of "pdem_v3" (const double* p) noexcept nogil
@@ -123,6 +138,8 @@ cdef inline double drift_block(double* pos, const double* vel, const double* w, 
     cdef double v2[BLOCK]
     cdef Py_ssize_t i, j, m = b - a
     cdef double dx, dy, dz, rx, ry, rz, ang
+    cdef double rot[3][BLOCK]
+    cdef unsigned long long spin[BLOCK]
     for j in range(m):
         i = a + j
         pos[3 * i] = pos[3 * i] + vel[3 * i] * dt
@@ -136,10 +153,13 @@ cdef inline double drift_block(double* pos, const double* vel, const double* w, 
     speed2[0] = largest(v2, m)
     for j in range(m):
         i = a + j
-        rx = w[3 * i] * dt
-        ry = w[3 * i + 1] * dt
-        rz = w[3 * i + 2] * dt
+        rx = rot[0][j] = w[3 * i] * dt
+        ry = rot[1][j] = w[3 * i + 1] * dt
+        rz = rot[2][j] = w[3 * i + 2] * dt
         h2[j] = 0.25 * (rx * rx + ry * ry + rz * rz)      # qaxisangle's, in its order
+        # no spin: the orientation keeps its bits
+        spin[j] = 0ULL - <unsigned long long>((w[3 * i] != 0.0) | (w[3 * i + 1] != 0.0)
+                                              | (w[3 * i + 2] != 0.0))
     for j in range(m):                                     # vectorized divisions
         cw[j] = half_cos_series(h2[j])
         s[j] = half_sinc_series(h2[j])
@@ -148,14 +168,7 @@ cdef inline double drift_block(double* pos, const double* vel, const double* w, 
             ang = sqrt(4.0 * h2[j])
             cw[j] = cos(0.5 * ang)
             s[j] = sin(0.5 * ang) / ang
-    for j in range(m):
-        i = a + j
-        rx = w[3 * i] * dt
-        ry = w[3 * i + 1] * dt
-        rz = w[3 * i + 2] * dt
-        # no spin: the orientation keeps its bits
-        if w[3 * i] != 0.0 or w[3 * i + 1] != 0.0 or w[3 * i + 2] != 0.0:
-            qturn(q + 4 * i, cw[j], rx * s[j], ry * s[j], rz * s[j])
+    turn(q + 4 * a, rot[0], rot[1], rot[2], cw, s, spin, m)
     return largest(d2, m)
 
 
