@@ -6,7 +6,8 @@ pair lists (Verlet and near lists) stay valid while every particle has moved les
 half the skin relative to a frame that moves at any uniform velocity c since the
 build: |d_i - c tau| < skin / 2 (tau: the time since the build). On a chute the grains
 all move down the slope at about the same speed; relative to the mean flow they move
-3x less (bench/README.md), and the lists last 3x longer.
+3x slower (bench/README.md), and the near lists last 2x longer, the Verlet lists up to
+2x (the whole-skin bound below).
 
 c is taken at each build: the centre of the box of the owned velocities of every rank
 (one reduction the rebuild makes anyway), the same on every rank. Walls are fixed in
