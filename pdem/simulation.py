@@ -1,8 +1,9 @@
 """Simulation: owns the particles, interactions and walls of one rank and runs the step.
 
 The step, written once, in `step`:
-  drift (x, q to t)  ->  if any particle on any rank moved > skin/2 (relative to the
-  mean flow, and towards any wall; pdem/contact/frame.py), or a wall did: wrap, migrate
+  drift (x, q to t)  ->  if any particle on any rank moved > skin/2 relative to the
+  mean flow or towards a wall, or > skin (pdem/contact/frame.py), or a wall moved
+  > skin/2: wrap, migrate
   particles with their contact rows, build ghosts (borders: six swaps), the candidate
   lists of every interaction kind (pdem.contact.kinds), carry contact state over;
   else refresh the ghosts (forward)  ->  scheme.advance: the explicit scheme computes
