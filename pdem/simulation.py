@@ -829,7 +829,9 @@ class Simulation:
             self._checked_dt = True
         clock = time.perf_counter()
         predicted, self._next_drift = self._next_drift, None
-        since_build = st.pos if self._dirty else self._build_pos
+        # the kick of the last step predicted this drift's rebuild test (several ranks)
+        since_build = (st.pos if self._dirty else None if predicted is not None
+                       else self._build_pos)
         if self.shapes:
             self.rotation.save(st)
         if self.cell.deforming:                 # homoDeform: a change of L (pdem/cell.py)
@@ -844,7 +846,7 @@ class Simulation:
         self.planes.move(self.dt)
         self.mesh_walls.move(self.dt)
         walls2 = max(self.planes.moved2(), self.mesh_walls.moved2())   # the same on every rank
-        moved2 = max(self.frame.moved2(moved2, self.planes), walls2)
+        moved2 = max(self.frame.moved2(moved2), walls2)
         images = 0.0
         if self.cell.deforming:                 # H to t + dt; images moved with it
             extra = self.cell.advance(self.dt)
@@ -855,7 +857,7 @@ class Simulation:
         self.timers["integrate"] += t1 - clock
         if not self._dirty and self.size > 1:   # every rank rebuilds on the same steps
             if predicted is not None:
-                moved2 = max(self.frame.moved2(predicted[0], self.planes), walls2)
+                moved2 = max(self.frame.moved2(predicted[0]), walls2)
                 speed2 = predicted[1]
             else:
                 moved2, speed2 = self.collective.max([moved2, speed2])

@@ -130,7 +130,8 @@ cdef inline double drift_block(double* pos, const double* vel, const double* w, 
                                Py_ssize_t a, Py_ssize_t b, double* speed2) noexcept nogil:
     """Drift rows a..b (b - a <= BLOCK); return their largest squared displacement
     from `base` in the moving frame (frame: its shift, then its velocity; NaN if any
-    is NaN); speed2[0]: their largest squared speed in that frame. pos may be base."""
+    is NaN); speed2[0]: their largest squared speed in that frame. pos may be base;
+    base NULL: positions alone (0 and 0: the kick predicted them)."""
     cdef double h2[BLOCK]
     cdef double cw[BLOCK]
     cdef double s[BLOCK]
@@ -140,17 +141,18 @@ cdef inline double drift_block(double* pos, const double* vel, const double* w, 
     cdef double dx, dy, dz, rx, ry, rz, ang
     cdef double rot[3][BLOCK]
     cdef unsigned long long spin[BLOCK]
-    for j in range(m):
-        i = a + j
-        pos[3 * i] = pos[3 * i] + vel[3 * i] * dt
-        pos[3 * i + 1] = pos[3 * i + 1] + vel[3 * i + 1] * dt
-        pos[3 * i + 2] = pos[3 * i + 2] + vel[3 * i + 2] * dt
-        dx = (pos[3 * i] - base[3 * i]) - frame[0]
-        dy = (pos[3 * i + 1] - base[3 * i + 1]) - frame[1]
-        dz = (pos[3 * i + 2] - base[3 * i + 2]) - frame[2]
-        d2[j] = dx * dx + dy * dy + dz * dz
-        v2[j] = speed2_in(vel + 3 * i, frame + 3)
-    speed2[0] = largest(v2, m)
+    for j in range(3 * m):
+        pos[3 * a + j] = pos[3 * a + j] + vel[3 * a + j] * dt
+    d2[0] = speed2[0] = 0.0
+    if base != NULL:
+        for j in range(m):
+            i = a + j
+            dx = (pos[3 * i] - base[3 * i]) - frame[0]
+            dy = (pos[3 * i + 1] - base[3 * i + 1]) - frame[1]
+            dz = (pos[3 * i + 2] - base[3 * i + 2]) - frame[2]
+            d2[j] = dx * dx + dy * dy + dz * dz
+            v2[j] = speed2_in(vel + 3 * i, frame + 3)
+        speed2[0] = largest(v2, m)
     for j in range(m):
         i = a + j
         rx = rot[0][j] = w[3 * i] * dt
@@ -169,7 +171,7 @@ cdef inline double drift_block(double* pos, const double* vel, const double* w, 
             cw[j] = cos(0.5 * ang)
             s[j] = sin(0.5 * ang) / ang
     turn(q + 4 * a, rot[0], rot[1], rot[2], cw, s, spin, m)
-    return largest(d2, m)
+    return largest(d2, m if base != NULL else 1)
 
 
 cdef inline double kick_block(double* vel, double* w, const double* force,
@@ -236,7 +238,8 @@ def drift(pos, vel, angvel, orient, pos_at_build, double dt, int n_own, int n_th
     since the last neighbor-list build: the rebuild criterion, the largest squared
     speed of the drift: pdem.contact.near), each NaN if any of its values is NaN, both
     relative to a frame in uniform motion (frame: None, at rest, or (2, 3): its shift
-    since the build, then its velocity; pdem/contact/frame.py).
+    since the build, then its velocity; pdem/contact/frame.py). pos_at_build None: the
+    positions and orientations alone, (0.0, 0.0) returned (the kick predicted them).
     The arrays: the store's (n, 3) and (n, 4) float64 fields (arrays.pxd data)."""
     cdef Py_ssize_t k, nb = (n_own + BLOCK - 1) // BLOCK
     cdef int nt = max(1, n_threads)
@@ -248,8 +251,9 @@ def drift(pos, vel, angvel, orient, pos_at_build, double dt, int n_own, int n_th
     cdef const double* v = <const double*>rows_of(vel, "vel", n_own, 3, False)
     cdef const double* w = <const double*>rows_of(angvel, "angvel", n_own, 3, False)
     cdef double* q = <double*>rows_of(orient, "orient", n_own, 4, True)
-    cdef const double* base = <const double*>rows_of(pos_at_build, "pos_at_build", n_own, 3,
-                                                     False)
+    cdef const double* base = NULL
+    if pos_at_build is not None:
+        base = <const double*>rows_of(pos_at_build, "pos_at_build", n_own, 3, False)
     cdef const double* moving = frame_of(frame)
     per_block = <double*>malloc(2 * nb * sizeof(double))
     if per_block == NULL:

@@ -19,6 +19,8 @@ periodic box at the builds: the test also keeps every particle within a whole sk
 its build position, |d_i| <= |d_i - c tau| + |c tau| <= skin (half a skin without a
 frame), so that positions stay within a skin of the box for outputs and regions.
 """
+import math
+
 import numpy as np
 
 
@@ -26,15 +28,19 @@ class MovingFrame:
     def __init__(self):
         self.rows = np.zeros((2, 3))     # its shift c tau since the build, its velocity c
         self.time = 0.0                  # tau
+        self.rates = None                # |c| and the largest |c . n| of a plane; None: c = 0
 
     def advance(self, dt):
         """The frame at the next drift's time: the rows integrate.drift takes."""
         self.time += dt
-        self.rows[0] = self.rows[1] * self.time
+        if self.rates:
+            self.rows[0] = self.rows[1] * self.time
         return self.rows
 
     def ahead(self, dt):
         """The rows `advance(dt)` will give (the kick's prediction of the next drift)."""
+        if not self.rates:
+            return self.rows
         rows = self.rows.copy()
         rows[0] = rows[1] * (self.time + dt)
         return rows
@@ -51,31 +57,33 @@ class MovingFrame:
         """At a build (not a restart's): c = the centre of every rank's velocity box (the
         reduced `velocity_box`), or 0 when walls other than planes need the absolute
         displacements, or without particles."""
-        self.rows[:] = 0.0
-        self.time = 0.0
         fixed = len(sim.mesh_walls) or len(sim.segments) or len(sim.points) or \
             len(sim.region_walls)
-        if not fixed and np.all(np.isfinite(box)):
-            self.rows[1] = 0.5 * (box[:3] - box[3:])
+        moving = not fixed and np.all(np.isfinite(box))
+        self._set(0.5 * (box[:3] - box[3:]) if moving else np.zeros(3), 0.0, sim.planes)
 
-    def moved2(self, moved2, planes):
+    def moved2(self, moved2):
         """The square of the displacement to compare with half the skin, from the
         largest squared displacement in the frame (moved2): that displacement, or
         towards a plane that plus the frame's own shift along the plane's normal, or
         half the bound of the displacement itself (within a skin), whichever is
         largest. A frame at rest: moved2 itself."""
-        shift = self.rows[0]
-        if not np.any(shift):
+        if not self.rates:
             return moved2
-        d = np.sqrt(moved2)
-        lead = float(np.max(np.abs(planes.normal @ shift))) if len(planes) else 0.0
-        return max(d + lead, 0.5 * (d + float(np.sqrt(shift @ shift)))) ** 2
+        d, (speed, lead) = math.sqrt(moved2), self.rates
+        return max(d + lead * self.time, 0.5 * (d + speed * self.time)) ** 2
 
     def state(self):
         return {"velocity": self.rows[1].tolist(), "time": self.time}
 
-    def restore(self, state):
+    def restore(self, state, planes):
         """From `state` (a checkpoint); the shift follows at the next drift."""
+        self._set(np.asarray(state["velocity"], float), float(state["time"]), planes)
+
+    def _set(self, velocity, time, planes):
         self.rows[:] = 0.0
-        self.rows[1] = state["velocity"]
-        self.time = float(state["time"])
+        self.rows[1] = velocity
+        self.time = time
+        self.rates = None if not np.any(velocity) else (
+            math.sqrt(velocity @ velocity),
+            float(np.max(np.abs(planes.normal @ velocity))) if len(planes) else 0.0)

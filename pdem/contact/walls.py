@@ -12,6 +12,7 @@ class Planes:
         self.vel = np.zeros((0, 3))
         self.material = np.zeros(0, np.int32)
         self.build_point = np.zeros((0, 3))   # the points at the last neighbour-list build
+        self.moved = False                      # ... from which a plane has moved since
 
     def __len__(self):
         return len(self.material)
@@ -43,19 +44,25 @@ class Planes:
 
     def move(self, dt):
         """Rigid translation of every plane over one step (t -> t + dt)."""
-        if len(self):
+        if len(self) and self.vel.any():
             self.point += self.vel * dt
+            self.moved = True
 
     def moved2(self):
         """Largest squared displacement of a plane along its normal since the last
         neighbour-list build (a plane sliding in its own plane changes no gap)."""
-        if not len(self):
+        if not self.moved:
             return 0.0
-        d = np.einsum("ij,ij->i", self.point - self.build_point, self.normal)
+        d = ((self.point - self.build_point) * self.normal).sum(axis=1)
         return float(np.max(d * d))
 
     def mark_built(self):
-        self.build_point = self.point.copy()
+        self.built_at(self.point.copy())
+
+    def built_at(self, points):
+        """The planes' points at the last build are `points` (a checkpoint's too)."""
+        self.build_point = points
+        self.moved = not np.array_equal(points, self.point)
 
 
 class Segments:

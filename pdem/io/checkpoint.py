@@ -242,8 +242,8 @@ def read(path, simulation, comm=None, threads=None, dims=None):
         for name in ("point", "normal", "vel", "material"):
             setattr(sim.planes, name, f["planes/" + name][...])
         # the points at the last build (files before it: as if built at the checkpoint)
-        sim.planes.build_point = f["planes/build_point"][...] if "planes/build_point" in f \
-            else sim.planes.point.copy()
+        sim.planes.built_at(f["planes/build_point"][...] if "planes/build_point" in f
+                            else sim.planes.point.copy())
         if "external" in f:
             for name in ("ids", "force", "torque"):
                 setattr(sim.external, name, f["external/" + name][...])
@@ -267,7 +267,7 @@ def read(path, simulation, comm=None, threads=None, dims=None):
                       (float(a["clock_t0"]), int(a["clock_step0"])) if "clock_t0" in a else None)
         sim.next_id, sim.n_rebuilds = int(a["next_id"]), int(a["n_rebuilds"])
         if "frame" in a:                # older files: the frame at rest until the next build
-            sim.frame.restore(json.loads(a["frame"]))
+            sim.frame.restore(json.loads(a["frame"]), sim.planes)
         sim.events.fired = set(json.loads(a["events_fired"])) if "events_fired" in a else set()
         if "cell" in f:                 # version 8: the cell (before owners are known)
             sim.cell.restore({k: v[...] for k, v in f["cell"].items()},

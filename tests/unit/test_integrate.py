@@ -114,6 +114,10 @@ def test_drift_and_its_prediction_in_a_moving_frame():
                                      dt, n, 2, frame)
     integrate.drift(b["pos"], b["vel"], b["angvel"], b["orient"], b["build"], dt, n, 2)
     assert same_bits(a["pos"], b["pos"]) and same_bits(a["orient"], b["orient"])
+    c = scene(n, 5)                 # no build positions: the motion alone (a prediction's step)
+    assert integrate.drift(c["pos"], c["vel"], c["angvel"], c["orient"], None, dt, n, 2,
+                           frame) == (0.0, 0.0)
+    assert same_bits(c["pos"], b["pos"]) and same_bits(c["orient"], b["orient"])
     assert moved2 == np.max(d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2])
     assert speed2 == np.max(v[:, 0] * v[:, 0] + v[:, 1] * v[:, 1] + v[:, 2] * v[:, 2])
     _, *ahead = integrate.kick_and_predict(a["vel"], a["angvel"], a["force"], a["torque"],
