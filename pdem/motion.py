@@ -159,7 +159,7 @@ class WallMotions:
         for wall, law in sorted(self.laws.items()):
             v = law.velocity(sim, wall, sim.time, sim.dt)
             if wall[0] == "plane":
-                sim.planes.vel[wall[1]] = v
+                sim.planes.set_velocity(wall[1], v)
             else:
                 sim.mesh_walls[wall[1]].motion.set_velocity(velocity=v)
 

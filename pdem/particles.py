@@ -106,6 +106,15 @@ class ParticleStore:
     def n(self):
         return len(self.f["id"])
 
+    def owned_sums(self):
+        """The owned rows of force and torque (views, kept while the arrays and n_own
+        stay: the step asks twice per step)."""
+        c = self.__dict__.get("_sums")
+        if c is None or c[0] is not self.force or c[1] is not self.torque or c[2] != self.n_own:
+            c = self._sums = (self.force, self.torque, self.n_own, self.force[:self.n_own],
+                              self.torque[:self.n_own])
+        return c[3], c[4]
+
     def column(self, name, n):
         """The first n rows of field `name`, or zeros if the store does not hold it (an
         OPTIONAL field: zero for every particle)."""

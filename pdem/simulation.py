@@ -14,6 +14,7 @@ Every rank runs the same script (SPMD): scene set-up calls (materials, planes,
 add_spheres with the full arrays) are made on all ranks; each rank keeps what it
 owns. Errors found on one rank are raised on all ranks (no hang).
 """
+import math
 import numbers
 import signal
 import sys
@@ -449,7 +450,7 @@ class Simulation:
                              % (len(self.planes) - 1, plane))
         self.motions.set(self, ("plane", int(plane)), law)
         if law is None:
-            self.planes.vel[plane] = 0.0
+            self.planes.set_velocity(plane, 0.0)
 
     def set_mesh_motion(self, wall, law):
         """Translate mesh wall `wall` (index or name) by a motion law (as
@@ -860,9 +861,9 @@ class Simulation:
                 moved2 = max(self.frame.moved2(predicted[0]), walls2)
                 speed2 = predicted[1]
             else:
-                moved2, speed2 = self.collective.max([moved2, speed2])
+                moved2, speed2 = self.collective.max_floats([moved2, speed2])
         # how far any particle may have moved since the last build (pdem.contact.near)
-        self.travel += np.sqrt(speed2) * self.dt + images
+        self.travel += math.sqrt(speed2) * self.dt + images
         within = moved2 <= (0.5 * self.skin) ** 2 if self.skin is not None else False
         if self._dirty or self._restoring or not within:
             # after a restart, the first list keeps the original rebuild schedule
@@ -895,7 +896,7 @@ class Simulation:
         if self._predicting:
             flags += self._ahead
         if self.size > 1:
-            flags = self.collective.max(np.array(flags, float))
+            flags = self.collective.max_floats(flags)
         failed, signum, interrupted = flags[:3]
         if failed:
             self.collective.raise_if_any(problem, SimulationError)
@@ -945,7 +946,7 @@ class Simulation:
         skip_in_pass: the kinds with in-pass sums have added their rows already.
         kinds: this step's working_kinds() when the caller has them."""
         st = self.store
-        f, t = st.force[:st.n_own], st.torque[:st.n_own]
+        f, t = st.owned_sums()
         for kind in self.working_kinds() if kinds is None else kinds:
             if not (skip_in_pass and kind.in_pass):
                 kind.add_forces(f, t, self.lever_flags, self.threads)

@@ -18,6 +18,7 @@ gives (IEEE division is exact to the last bit in a vector lane too).
 from cython.parallel cimport prange
 from libc.math cimport isfinite, sqrt, sin, cos
 from libc.stdlib cimport malloc, free
+from libc.string cimport memset
 from vecmath cimport in_series, half_cos_series, half_sinc_series
 from arrays cimport data, rows, F64, U8
 cimport numpy as cnp
@@ -112,17 +113,18 @@ cdef inline double speed2_in(const double* v, const double* c) noexcept nogil:
     return x * x + y * y + z * z
 
 
-cdef double no_frame[6]         # a frame at rest: zero shift and velocity
-
-
-cdef const double* frame_of(object frame) except NULL:
-    """The (2, 3) float64 `frame` (its shift since the build, then its velocity), or
-    the frame at rest for None."""
+cdef int frame_of(object frame, double* out) except -1:
+    """out = the 6 numbers of `frame` (its shift since the build, then its velocity:
+    MovingFrame.at), or zeros (the frame at rest) for None."""
+    cdef int i
     if frame is None:
-        return no_frame
-    if rows(frame) != 2:
-        raise ValueError("frame: %d rows, expected 2 (shift, velocity)" % rows(frame))
-    return <const double*>data(frame, "frame", F64, 2, 3, False)
+        memset(out, 0, 6 * sizeof(double))
+        return 0
+    if len(frame) != 6:
+        raise ValueError("frame: %d numbers, expected 6 (shift, velocity)" % len(frame))
+    for i in range(6):
+        out[i] = frame[i]
+    return 0
 
 
 cdef inline double drift_block(double* pos, const double* vel, const double* w, double* q,
@@ -237,9 +239,10 @@ def drift(pos, vel, angvel, orient, pos_at_build, double dt, int n_own, int n_th
     """Advance positions and orientations; return (the largest squared displacement
     since the last neighbor-list build: the rebuild criterion, the largest squared
     speed of the drift: pdem.contact.near), each NaN if any of its values is NaN, both
-    relative to a frame in uniform motion (frame: None, at rest, or (2, 3): its shift
-    since the build, then its velocity; pdem/contact/frame.py). pos_at_build None: the
-    positions and orientations alone, (0.0, 0.0) returned (the kick predicted them).
+    relative to a frame in uniform motion (frame: None, at rest, or 6 numbers: its
+    shift since the build, then its velocity; pdem/contact/frame.py). pos_at_build
+    None: the positions and orientations alone, (0.0, 0.0) returned (the kick
+    predicted them).
     The arrays: the store's (n, 3) and (n, 4) float64 fields (arrays.pxd data)."""
     cdef Py_ssize_t k, nb = (n_own + BLOCK - 1) // BLOCK
     cdef int nt = max(1, n_threads)
@@ -254,7 +257,8 @@ def drift(pos, vel, angvel, orient, pos_at_build, double dt, int n_own, int n_th
     cdef const double* base = NULL
     if pos_at_build is not None:
         base = <const double*>rows_of(pos_at_build, "pos_at_build", n_own, 3, False)
-    cdef const double* moving = frame_of(frame)
+    cdef double moving[6]
+    frame_of(frame, moving)
     per_block = <double*>malloc(2 * nb * sizeof(double))
     if per_block == NULL:
         raise MemoryError()
@@ -323,13 +327,15 @@ def kick(vel, angvel, force, torque, mass, inertia, blocked, gravity, double dt,
 def kick_and_predict(vel, angvel, force, torque, mass, inertia, blocked, gravity, double dt,
                      int n_own, int n_threads, pos, pos_at_build, frame=None):
     """kick, and in the same pass the values the next drift will return in `frame` (the
-    rows it will be given: MovingFrame.ahead): the largest squared displacement of
+    frame it will be given: MovingFrame.ahead): the largest squared displacement of
     x + v dt from pos_at_build, bit for bit, and the largest squared speed. The
     rebuild decision of the next step rides on this step's reduction. Returns (kick's
     index, those two values)."""
     if n_own <= 0:
         return -1, 0.0, 0.0
+    cdef double moving[6]
+    frame_of(frame, moving)
     return kick_rows(vel, angvel, force, torque, mass, inertia, blocked, gravity, dt, n_own,
                      n_threads, <const double*>rows_of(pos, "pos", n_own, 3, False),
                      <const double*>rows_of(pos_at_build, "pos_at_build", n_own, 3, False),
-                     frame_of(frame))
+                     moving)

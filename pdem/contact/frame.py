@@ -26,24 +26,26 @@ import numpy as np
 
 class MovingFrame:
     def __init__(self):
-        self.rows = np.zeros((2, 3))     # its shift c tau since the build, its velocity c
+        self.velocity = (0.0, 0.0, 0.0)   # c (Python floats: no numpy call per step)
         self.time = 0.0                  # tau
         self.rates = None                # |c| and the largest |c . n| of a plane; None: c = 0
 
     def advance(self, dt):
-        """The frame at the next drift's time: the rows integrate.drift takes."""
+        """The frame at the next drift's time, as integrate.drift takes it."""
         self.time += dt
-        if self.rates:
-            self.rows[0] = self.rows[1] * self.time
-        return self.rows
+        return self.at(self.time)
 
     def ahead(self, dt):
-        """The rows `advance(dt)` will give (the kick's prediction of the next drift)."""
+        """What `advance(dt)` will give (the kick's prediction of the next drift)."""
+        return self.at(self.time + dt)
+
+    def at(self, time):
+        """The kernels' frame `time` after the build: its shift c time, then c (6
+        floats), or None for a frame at rest."""
         if not self.rates:
-            return self.rows
-        rows = self.rows.copy()
-        rows[0] = rows[1] * (self.time + dt)
-        return rows
+            return None
+        cx, cy, cz = self.velocity
+        return (cx * time, cy * time, cz * time, cx, cy, cz)
 
     @staticmethod
     def velocity_box(vel):
@@ -74,15 +76,14 @@ class MovingFrame:
         return max(d + lead * self.time, 0.5 * (d + speed * self.time)) ** 2
 
     def state(self):
-        return {"velocity": self.rows[1].tolist(), "time": self.time}
+        return {"velocity": list(self.velocity), "time": self.time}
 
     def restore(self, state, planes):
-        """From `state` (a checkpoint); the shift follows at the next drift."""
+        """From `state` (a checkpoint)."""
         self._set(np.asarray(state["velocity"], float), float(state["time"]), planes)
 
     def _set(self, velocity, time, planes):
-        self.rows[:] = 0.0
-        self.rows[1] = velocity
+        self.velocity = tuple(float(v) for v in velocity)
         self.time = time
         self.rates = None if not np.any(velocity) else (
             math.sqrt(velocity @ velocity),

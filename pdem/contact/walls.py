@@ -9,13 +9,27 @@ class Planes:
     def __init__(self):
         self.point = np.zeros((0, 3))
         self.normal = np.zeros((0, 3))
-        self.vel = np.zeros((0, 3))
+        self.vel = np.zeros((0, 3))             # (sets `driven`)
         self.material = np.zeros(0, np.int32)
         self.build_point = np.zeros((0, 3))   # the points at the last neighbour-list build
         self.moved = False                      # ... from which a plane has moved since
 
     def __len__(self):
         return len(self.material)
+
+    @property
+    def vel(self):
+        """The planes' velocities (n, 3); change a row with `set_velocity`."""
+        return self._vel
+
+    @vel.setter
+    def vel(self, vel):
+        self._vel = vel
+        self.driven = bool(np.any(vel))     # a Python bool: the step asks at every step
+
+    def set_velocity(self, plane, velocity):
+        self._vel[plane] = velocity
+        self.driven = bool(np.any(self._vel))
 
     def add(self, point, normal, material_index, velocity=None):
         point = np.asarray(point, dtype=float).reshape(-1)
@@ -44,8 +58,8 @@ class Planes:
 
     def move(self, dt):
         """Rigid translation of every plane over one step (t -> t + dt)."""
-        if len(self) and self.vel.any():
-            self.point += self.vel * dt
+        if self.driven:
+            self.point += self._vel * dt
             self.moved = True
 
     def moved2(self):

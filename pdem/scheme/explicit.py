@@ -63,7 +63,7 @@ class Explicit(Scheme):
         clock = time.perf_counter()
         st, nmat = sim.store, max(1, len(sim.materials.materials))
         table = sim.materials.table()
-        f, t = st.force[:st.n_own], st.torque[:st.n_own]
+        f, t = st.owned_sums()
         kinds = sim.working_kinds()
         messages = [kind.compute(table, nmat, *((f, t) if kind.in_pass else (None, None)))
                     for kind in kinds]

@@ -106,10 +106,11 @@ def test_drift_and_its_prediction_in_a_moving_frame():
     computes them; kick_and_predict, given the frame of the next drift, predicts them
     bit for bit; positions and orientations are the frame-less drift's."""
     n, dt = 1000, 1e-3
-    frame = np.array([[0.3, -0.2, 0.05], [1.5, -0.7, 0.2]])
+    shift, velocity = np.array([0.3, -0.2, 0.05]), np.array([1.5, -0.7, 0.2])
+    frame = tuple(shift) + tuple(velocity)          # MovingFrame.at's 6 numbers
     a, b = scene(n, 5), scene(n, 5)
     pos = a["pos"] + a["vel"] * dt
-    d, v = (pos - a["build"]) - frame[0], a["vel"] - frame[1]
+    d, v = (pos - a["build"]) - shift, a["vel"] - velocity
     moved2, speed2 = integrate.drift(a["pos"], a["vel"], a["angvel"], a["orient"], a["build"],
                                      dt, n, 2, frame)
     integrate.drift(b["pos"], b["vel"], b["angvel"], b["orient"], b["build"], dt, n, 2)
@@ -127,7 +128,7 @@ def test_drift_and_its_prediction_in_a_moving_frame():
                                            a["build"], dt, n, 1, frame)
     with pytest.raises(ValueError, match="frame"):
         integrate.drift(a["pos"], a["vel"], a["angvel"], a["orient"], a["build"], dt, n, 1,
-                        frame[:1])
+                        frame[:5])
 
 
 def test_drift_in_place_of_the_build_positions():
