@@ -13,7 +13,10 @@ Procedure:
   2. The settled state (positions, velocities, spins) is written to a LAMMPS data file
      (%.17g: both codes start from the same doubles, without contact history).
   3. pdem: a fresh Simulation from that state, one warm-up step (neighbor list built),
-     then `steps` steps timed with threads=1 (OMP_NUM_THREADS=1).
+     then `steps` steps timed with threads=1 (OMP_NUM_THREADS=1), with
+     sphere_orientations=False (the spheres' orientations, an output only, are not
+     integrated: the work of LAMMPS's fix nve/sphere; --sphere-orientations: pdem's
+     default).
   4. LAMMPS: `lmp -in` on one process, OMP_NUM_THREADS=1; `run 1` (warm-up) then
      `run steps`; the time is LAMMPS's own "Loop time" (excludes set-up).
   5. Steps 3 and 4 alternate --repeat times (default 3); the fastest run of each code
@@ -128,10 +131,10 @@ def lattice(n, seed):
 APPROX_FLAGS = ("mid_normal", "mid_trsf")   # --approx: the cheaper L6Geom of seed 000
 
 
-def make_sim(pos, vel, angvel, L, H, threads, mu=MU, approx=()):
+def make_sim(pos, vel, angvel, L, H, threads, mu=MU, approx=(), orientations=True):
     dom = pdem.Domain((0.0, 0.0, 0.0), (L, L, H), periodic=(False, False, False))
     sim = pdem.Simulation(dom, DT, gravity=(0.0, 0.0, -GRAVITY), skin=SKIN, threads=threads,
-                          approx=approx)
+                          approx=approx, sphere_orientations=orientations)
     m = sim.material("grain", density=DENSITY, law="hooke", kn=KN, kt=KT, gamma_n=GAMMA_N,
                      gamma_t=GAMMA_T, friction=mu)
     sim.add_plane((0, 0, 0), (0, 0, 1), m)      # floor
@@ -250,9 +253,9 @@ class KernelProfile:
             setattr(mod, name, fn)
 
 
-def run_pdem(bed, steps, threads, profile=False, approx=()):
+def run_pdem(bed, steps, threads, profile=False, approx=(), orientations=True):
     sim = make_sim(bed["pos"], bed["vel"], bed["angvel"], float(bed["L"]), float(bed["H"]), threads,
-                   approx=approx)
+                   approx=approx, orientations=orientations)
     n = sim.n_particles
     sim.run(steps=1)                      # warm-up: builds the neighbor list
     start = pdem_state(sim)
@@ -386,6 +389,9 @@ def main(argv=None):
     ap.add_argument("--settle-steps", type=int, default=40000, help="cap on settling steps")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--skip-lammps", action="store_true")
+    ap.add_argument("--sphere-orientations", action="store_true",
+                    help="pdem integrates the spheres' orientations (pdem's default); without "
+                         "it sphere_orientations=False, the work of LAMMPS's fix nve/sphere")
     ap.add_argument("--approx", action="store_true",
                     help="time pdem with the L6Geom approximation flags mid_normal + mid_trsf")
     ap.add_argument("--lmp", default=None, help="LAMMPS binary (default: lmp / lmp_serial on PATH)")
@@ -417,12 +423,15 @@ def main(argv=None):
           "%d steps x %d repeat(s) per code" % (KN, KT, GAMMA_N, GAMMA_T, MU, DT, SKIN, args.steps,
                                                  args.repeat))
     print(pdem_fingerprint())
+    print("pdem sphere_orientations=%s (LAMMPS's fix nve/sphere integrates none)"
+          % args.sphere_orientations)
     print("load average before timing: %.2f on %d cores (other jobs make wall times noisy: "
           "the fastest repeat counts, CPU times shown too)" % (load_average(), os.cpu_count() or 1))
 
     pd_runs, lm_runs = [], []
     for rep in range(args.repeat):
-        r = run_pdem(bed, args.steps, args.threads, approx=APPROX_FLAGS if args.approx else ())
+        r = run_pdem(bed, args.steps, args.threads, approx=APPROX_FLAGS if args.approx else (),
+                     orientations=args.sphere_orientations)
         pd_runs.append(r)
         line = "repeat %d: pdem %.3f s wall (%.3f s CPU, %.4g p-steps/s/core)" % (
             rep + 1, r["wall_s"], r["cpu_s"], r["particle_steps_per_s_per_core"])
@@ -485,7 +494,8 @@ def main(argv=None):
                  moved, lm_moved))
     if args.profile:
         r = run_pdem(bed, args.steps, args.threads, profile=True,
-                     approx=APPROX_FLAGS if args.approx else ())
+                     approx=APPROX_FLAGS if args.approx else (),
+                     orientations=args.sphere_orientations)
         clock = "CPU" if args.threads == 1 else "wall"
         tot = r["cpu_s"] if args.threads == 1 else r["wall_s"]
         print("\n== pdem kernel profile (separate run, %d steps, %.3f s %s time) ==" % (args.steps, tot, clock))

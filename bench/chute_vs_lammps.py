@@ -18,7 +18,9 @@ Initial state (the same doubles in both codes): columns of spheres touching vert
 jittered horizontally by up to +-0.01 d (seeded), all moving down the slope with
 --v0 (1.0) plus a seeded Gaussian velocity of standard deviation --sigma (0.05) per
 component, no spin. It is written to a LAMMPS data file (%.17g) and read by pdem from
-the same arrays.
+the same arrays. pdem runs with sphere_orientations=False: the spheres' orientations,
+an output only, are not integrated, the work of LAMMPS's fix nve/sphere
+(--sphere-orientations integrates them, as pdem does by default).
 
 Procedure:
   1. Warm-up (not timed; --warmup steps, 2000): pdem (one rank) and LAMMPS (one
@@ -118,7 +120,8 @@ def make_sim(init, args):
     L, H = float(init["L"]), float(init["H"])
     dom = pdem.Domain((0.0, 0.0, 0.0), (L, L, H), periodic=(True, True, False))
     sim = pdem.Simulation(dom, DT, gravity=(GRAVITY * math.sin(th), 0.0, -GRAVITY * math.cos(th)),
-                          skin=SKIN, threads=getattr(args, "threads", 1))
+                          skin=SKIN, threads=getattr(args, "threads", 1),
+                          sphere_orientations=getattr(args, "sphere_orientations", True))
     m = sim.material("grain", density=DENSITY, law="hooke", kn=KN, kt=KT, gamma_n=GAMMA_N,
                      gamma_t=gamma_t(args), friction=MU)
     sim.add_plane((0, 0, 0), (0, 0, 1), m)      # the floor
@@ -336,6 +339,8 @@ def launch(n, args, worker, forced=False, **paths):
         cmd.append("--forced")
     if args.tangential_damping:
         cmd.append("--tangential-damping")
+    if args.sphere_orientations:
+        cmd.append("--sphere-orientations")
     for k, v in paths.items():
         cmd += ["--" + k, str(v)]
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), OMPI_ALLOW_RUN_AS_ROOT="1",
@@ -379,6 +384,9 @@ def main(argv=None):
     ap.add_argument("--v0", type=float, default=1.0, help="initial velocity down the slope (1.0)")
     ap.add_argument("--sigma", type=float, default=0.05,
                     help="standard deviation of the initial random velocity per component (0.05)")
+    ap.add_argument("--sphere-orientations", action="store_true",
+                    help="pdem integrates the spheres' orientations (pdem's default); without "
+                         "it sphere_orientations=False, the work of LAMMPS's fix nve/sphere")
     ap.add_argument("--tangential-damping", action="store_true",
                     help="gamma_t = gamma_n / 2 (dampflag 1) instead of in.chute's dampflag 0")
     ap.add_argument("--seed", type=int, default=1)
@@ -431,6 +439,8 @@ def main(argv=None):
           "repeat(s)" % (KN, KT, GAMMA_N, gamma_t(args), int(args.tangential_damping), MU, DT,
                          SKIN, args.v0, args.sigma, args.warmup, args.steps, args.repeats))
     print(pdem_fingerprint())
+    print("pdem sphere_orientations=%s (LAMMPS's fix nve/sphere integrates none)"
+          % args.sphere_orientations)
     print("LAMMPS: %s" % lmp)
 
     # ---- warm-up, both codes, once

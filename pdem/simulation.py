@@ -81,13 +81,17 @@ class Simulation:
     track_energy: the energy balance in sim.energy() (docs/energy.md); near_margin:
     the pair kernel visits only the candidates within this fraction of the skin of
     touching, a list kept while no other can touch (0: every candidate; the same
-    results either way: pdem/contact/near.py).
+    results either way: pdem/contact/near.py); sphere_orientations: integrate the
+    spheres' orientations (output only: a sphere's orientation never enters its
+    motion); False leaves them as they are, as LAMMPS's fix nve/sphere does, and the
+    drift costs a third (every other result the same, bit for bit; with non-spheres in
+    the scene every particle's orientation is integrated).
     """
 
     def __init__(self, domain, dt, gravity=(0.0, 0.0, 0.0), comm=None, skin=None, threads=None,
                  approx=(), no_ratch=False, lost="error", check_timestep=True, max_overlap=0.5,
                  dims=None, balance=1.2, check_ids=False, scheme=None, track_energy=False,
-                 near_margin=0.05):
+                 near_margin=0.05, sphere_orientations=True):
         if not isinstance(domain, Domain):
             raise InputError("domain must be a pdem.Domain, got %r" % (domain,))
         g = validate.vector("gravity", gravity)
@@ -97,6 +101,9 @@ class Simulation:
         unknown = set(approx) - set(APPROX)
         if unknown:
             raise InputError("approx: unknown flag(s) %s (known: %s)" % (sorted(unknown), sorted(APPROX)))
+        if not isinstance(sphere_orientations, bool):
+            raise InputError("sphere_orientations must be True or False, got %r"
+                             % (sphere_orientations,))
         if lost not in ("error", "remove"):
             raise InputError("lost must be 'error' or 'remove', got %r" % (lost,))
         validate.number("skin", skin, 0.0, none=True)
@@ -127,6 +134,7 @@ class Simulation:
         self._ids = np.empty(0, np.int64)        # all live ids (kept for check_ids)
         self.skin = skin
         self.near_margin = validate.number("near_margin", near_margin, 0.0, low_open=False)
+        self.sphere_orientations = sphere_orientations
         self.threads = thread_count(threads)
         self.flags = sum(APPROX[a] for a in approx) | (NO_RATCH if no_ratch else 0)
         self.lever_flags = self.flags | self.scheme.lever_flags   # torques of contact rows
@@ -837,7 +845,8 @@ class Simulation:
             self.rotation.save(st)
         if self.cell.deforming:                 # homoDeform: a change of L (pdem/cell.py)
             self.cell.adjust_velocities(st)
-        moved2, speed2 = integrate.drift(st.pos, st.vel, st.angvel, st.orient, since_build,
+        turned = st.orient if self.sphere_orientations or self.shapes else None
+        moved2, speed2 = integrate.drift(st.pos, st.vel, st.angvel, turned, since_build,
                                          self.dt, st.n_own, self.threads,
                                          self.frame.advance(self.dt))
         if self.shapes:                 # non-spheres: the free rotor (pdem/shapes.py)

@@ -133,7 +133,8 @@ cdef inline double drift_block(double* pos, const double* vel, const double* w, 
     """Drift rows a..b (b - a <= BLOCK); return their largest squared displacement
     from `base` in the moving frame (frame: its shift, then its velocity; NaN if any
     is NaN); speed2[0]: their largest squared speed in that frame. pos may be base;
-    base NULL: positions alone (0 and 0: the kick predicted them)."""
+    base NULL: positions alone (0 and 0: the kick predicted them); q NULL: no
+    orientations."""
     cdef double h2[BLOCK]
     cdef double cw[BLOCK]
     cdef double s[BLOCK]
@@ -155,6 +156,8 @@ cdef inline double drift_block(double* pos, const double* vel, const double* w, 
             d2[j] = dx * dx + dy * dy + dz * dz
             v2[j] = speed2_in(vel + 3 * i, frame + 3)
         speed2[0] = largest(v2, m)
+    if q == NULL:
+        return largest(d2, m if base != NULL else 1)
     for j in range(m):
         i = a + j
         rx = rot[0][j] = w[3 * i] * dt
@@ -242,7 +245,8 @@ def drift(pos, vel, angvel, orient, pos_at_build, double dt, int n_own, int n_th
     relative to a frame in uniform motion (frame: None, at rest, or 6 numbers: its
     shift since the build, then its velocity; pdem/contact/frame.py). pos_at_build
     None: the positions and orientations alone, (0.0, 0.0) returned (the kick
-    predicted them).
+    predicted them). orient None: positions alone (spheres whose orientations are not
+    tracked: Simulation's sphere_orientations).
     The arrays: the store's (n, 3) and (n, 4) float64 fields (arrays.pxd data)."""
     cdef Py_ssize_t k, nb = (n_own + BLOCK - 1) // BLOCK
     cdef int nt = max(1, n_threads)
@@ -253,7 +257,9 @@ def drift(pos, vel, angvel, orient, pos_at_build, double dt, int n_own, int n_th
     cdef double* x = <double*>rows_of(pos, "pos", n_own, 3, True)
     cdef const double* v = <const double*>rows_of(vel, "vel", n_own, 3, False)
     cdef const double* w = <const double*>rows_of(angvel, "angvel", n_own, 3, False)
-    cdef double* q = <double*>rows_of(orient, "orient", n_own, 4, True)
+    cdef double* q = NULL
+    if orient is not None:
+        q = <double*>rows_of(orient, "orient", n_own, 4, True)
     cdef const double* base = NULL
     if pos_at_build is not None:
         base = <const double*>rows_of(pos_at_build, "pos_at_build", n_own, 3, False)

@@ -77,7 +77,7 @@ ELEMENT_FIELDS = ("a", "b", "material")      # pdem.contact.walls.Segments
 ROW_LAYOUT = json.dumps({"columns": COLUMNS, "ncols": NCOLS, "key_bits": keys.BITS})
 CHUNK = 1 << 20                     # rows read at a time on restart
 OPTIONS = ("skin", "flags", "lost", "check_timestep", "max_overlap", "balance", "track_energy",
-           "near_margin")
+           "near_margin", "sphere_orientations")
 
 
 def _write_rows(group, name, local, comm):
