@@ -127,6 +127,37 @@ cdef int frame_of(object frame, double* out) except -1:
     return 0
 
 
+cdef inline void turn_block(double* q, const double* w, double dt, Py_ssize_t a,
+                            Py_ssize_t m) noexcept nogil:
+    """Turn the orientations of rows a..a+m (m <= BLOCK) by their spin over dt: q <-
+    qrenorm(qmul(qaxisangle(w dt), q)), bit for bit (vecmath.pxd); a row without spin
+    keeps its bits."""
+    cdef double h2[BLOCK]
+    cdef double cw[BLOCK]
+    cdef double s[BLOCK]
+    cdef double rot[3][BLOCK]
+    cdef unsigned long long spin[BLOCK]
+    cdef Py_ssize_t i, j
+    cdef double rx, ry, rz, ang
+    for j in range(m):
+        i = a + j
+        rx = rot[0][j] = w[3 * i] * dt
+        ry = rot[1][j] = w[3 * i + 1] * dt
+        rz = rot[2][j] = w[3 * i + 2] * dt
+        h2[j] = 0.25 * (rx * rx + ry * ry + rz * rz)      # qaxisangle's, in its order
+        spin[j] = 0ULL - <unsigned long long>((w[3 * i] != 0.0) | (w[3 * i + 1] != 0.0)
+                                              | (w[3 * i + 2] != 0.0))
+    for j in range(m):                                     # vectorized divisions
+        cw[j] = half_cos_series(h2[j])
+        s[j] = half_sinc_series(h2[j])
+    for j in range(m):                                     # large angles: qaxisangle's
+        if not in_series(h2[j]):
+            ang = sqrt(4.0 * h2[j])
+            cw[j] = cos(0.5 * ang)
+            s[j] = sin(0.5 * ang) / ang
+    turn(q + 4 * a, rot[0], rot[1], rot[2], cw, s, spin, m)
+
+
 cdef inline double drift_block(double* pos, const double* vel, const double* w, double* q,
                                const double* base, const double* frame, double dt,
                                Py_ssize_t a, Py_ssize_t b, double* speed2) noexcept nogil:
@@ -135,15 +166,10 @@ cdef inline double drift_block(double* pos, const double* vel, const double* w, 
     is NaN); speed2[0]: their largest squared speed in that frame. pos may be base;
     base NULL: positions alone (0 and 0: the kick predicted them); q NULL: no
     orientations."""
-    cdef double h2[BLOCK]
-    cdef double cw[BLOCK]
-    cdef double s[BLOCK]
     cdef double d2[BLOCK]
     cdef double v2[BLOCK]
     cdef Py_ssize_t i, j, m = b - a
-    cdef double dx, dy, dz, rx, ry, rz, ang
-    cdef double rot[3][BLOCK]
-    cdef unsigned long long spin[BLOCK]
+    cdef double dx, dy, dz
     for j in range(3 * m):
         pos[3 * a + j] = pos[3 * a + j] + vel[3 * a + j] * dt
     d2[0] = speed2[0] = 0.0
@@ -156,26 +182,8 @@ cdef inline double drift_block(double* pos, const double* vel, const double* w, 
             d2[j] = dx * dx + dy * dy + dz * dz
             v2[j] = speed2_in(vel + 3 * i, frame + 3)
         speed2[0] = largest(v2, m)
-    if q == NULL:
-        return largest(d2, m if base != NULL else 1)
-    for j in range(m):
-        i = a + j
-        rx = rot[0][j] = w[3 * i] * dt
-        ry = rot[1][j] = w[3 * i + 1] * dt
-        rz = rot[2][j] = w[3 * i + 2] * dt
-        h2[j] = 0.25 * (rx * rx + ry * ry + rz * rz)      # qaxisangle's, in its order
-        # no spin: the orientation keeps its bits
-        spin[j] = 0ULL - <unsigned long long>((w[3 * i] != 0.0) | (w[3 * i + 1] != 0.0)
-                                              | (w[3 * i + 2] != 0.0))
-    for j in range(m):                                     # vectorized divisions
-        cw[j] = half_cos_series(h2[j])
-        s[j] = half_sinc_series(h2[j])
-    for j in range(m):                                     # large angles: qaxisangle's
-        if not in_series(h2[j]):
-            ang = sqrt(4.0 * h2[j])
-            cw[j] = cos(0.5 * ang)
-            s[j] = sin(0.5 * ang) / ang
-    turn(q + 4 * a, rot[0], rot[1], rot[2], cw, s, spin, m)
+    if q != NULL:
+        turn_block(q, w, dt, a, m)
     return largest(d2, m if base != NULL else 1)
 
 

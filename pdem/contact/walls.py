@@ -29,7 +29,7 @@ class Planes:
 
     def set_velocity(self, plane, velocity):
         self._vel[plane] = velocity
-        self.driven = bool(np.any(self._vel))
+        self.vel = self._vel                # (driven again)
 
     def add(self, point, normal, material_index, velocity=None):
         point = np.asarray(point, dtype=float).reshape(-1)
