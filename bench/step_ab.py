@@ -21,6 +21,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = """
 import sys, time, pdem
 from mpi4py import MPI
+if not pdem.__file__.startswith(sys.argv[3]):
+    sys.exit("pdem imported from %s, not from the tree %s" % (pdem.__file__, sys.argv[3]))
 sim = pdem.restart(sys.argv[1], threads=1)
 sim.run(steps=5)
 MPI.COMM_WORLD.Barrier()
@@ -33,11 +35,14 @@ if sim.rank == 0:
 
 
 def run(tree, ranks, args):
-    env = dict(os.environ, PYTHONPATH=os.path.abspath(tree), OMP_NUM_THREADS="1",
+    # run in the tree: `python -c` puts the working directory first on sys.path, so a
+    # run started in another checkout would import that checkout's pdem
+    tree = os.path.abspath(tree)
+    env = dict(os.environ, PYTHONPATH=tree, OMP_NUM_THREADS="1",
                OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     cmd = ["mpirun", "-n", str(ranks), "--bind-to", "none", sys.executable, "-c", WORKER,
-           args.ckpt, str(args.steps)]
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+           os.path.abspath(args.ckpt), str(args.steps), os.path.join(tree, "")]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tree)
     lines = [l for l in out.stdout.splitlines() if l.startswith("STEP_AB ")]
     if out.returncode != 0 or not lines:
         sys.exit("run failed (%s, %d ranks, exit %d):\n%s" % (tree, ranks, out.returncode,
