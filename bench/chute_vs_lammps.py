@@ -43,7 +43,8 @@ Procedure:
      with a rebuild on every step (LAMMPS `neigh_modify ... check no`; pdem marks its
      lists stale after every step), alternating, fastest of --repeats; from these and
      the normal runs, the whole cost of one rebuild in each code (wall time per step
-     against rebuilds per step), whichever phase clocks it: LAMMPS's Neigh leaves out
+     against rebuilds per step; with --ranks P on 1 and on P ranks), whichever phase
+     clocks it: LAMMPS's Neigh leaves out
      the exchange and borders (Comm) and the contact history's carry-over (fix
      neigh/history, Modify), which pdem's `neighbor` phase holds.
 
@@ -287,39 +288,48 @@ def lammps_timed(lmp, args, data, restart, ranks, forced=False):
 
 
 # ================================================================ driver
-def forced_rebuilds(args, lmp, data, restart, init, ckpt, pd, lm):
-    """The whole cost of one rebuild in each code, from the normal timed run (few
-    rebuilds) and runs with a rebuild on every step: with t the wall time per step and r
-    the rebuilds per step, t = base + c r, so c = (t_forced - t_normal) / (r_forced -
-    r_normal). It holds everything a rebuild costs, whichever phase clocks it
-    (LAMMPS: Neigh, the exchange and borders in Comm, fix neigh/history in Modify)."""
-    runs = {"pdem": [], "lammps": []}
+def forced_rebuilds(args, lmp, data, restart, init, ckpt, best, ranks):
+    """The whole cost of one rebuild in each code on each rank count, from the normal
+    timed runs (few rebuilds, `best`) and runs with a rebuild on every step: with t the
+    wall time per step and r the rebuilds per step, t = base + c r, so c = (t_forced -
+    t_normal) / (r_forced - r_normal). It holds everything a rebuild costs, whichever
+    phase clocks it (LAMMPS: Neigh, the exchange and borders in Comm, fix neigh/history
+    in Modify)."""
+    runs = {(c, r): [] for c in ("pdem", "lammps") for r in ranks}
     for rep in range(args.repeats):
-        runs["pdem"].append(launch(1, args, "pdem", forced=True, init=init, ckpt=ckpt))
-        runs["lammps"].append(lammps_timed(lmp, args, data, restart, 1, forced=True))
+        for r in ranks:
+            runs["pdem", r].append(launch(r, args, "pdem", forced=True, init=init, ckpt=ckpt))
+            runs["lammps", r].append(lammps_timed(lmp, args, data, restart, r, forced=True))
     sf = args.forced_rebuilds
-    print("\n== a rebuild on every step: %d steps, 1 core each, fastest of %d ==" % (sf, args.repeats))
-    print("%-30s %14s %14s" % ("", "pdem", "LAMMPS"))
-    out = {}
-    for name, normal, phases in (("pdem", pd, PHASES), ("lammps", lm, LMP_SECTIONS)):
-        f = min(runs[name], key=lambda x: x["wall_s"])
-        sn, rn = normal["steps"], normal["n_rebuilds"]
-        share = f["n_rebuilds"] / sf - rn / sn
-        cost = {k: (f["timers_s"].get(k, 0.0) / sf - normal["timers_s"].get(k, 0.0) / sn) / share
-                for k in phases}
-        out[name] = {"rebuilds": f["n_rebuilds"], "wall_s": f["wall_s"],
-                     "ms_per_rebuild": 1e3 * (f["wall_s"] / sf - normal["wall_s"] / sn) / share,
-                     "ms_per_rebuild_by_phase": {k: 1e3 * v for k, v in cost.items()}}
-    p, q = out["pdem"], out["lammps"]
-    print("%-30s %14d %14d" % ("rebuilds", p["rebuilds"], q["rebuilds"]))
-    print("%-30s %14.3f %14.3f" % ("wall time [s]", p["wall_s"], q["wall_s"]))
-    print("%-30s %14.2f %14.2f" % ("ms per rebuild, whole", p["ms_per_rebuild"], q["ms_per_rebuild"]))
-    for name, label in (("pdem", "pdem"), ("lammps", "LAMMPS")):
-        print("  %s, ms per rebuild by phase: %s" % (label, ", ".join(
-            "%s %.2f" % kv for kv in out[name]["ms_per_rebuild_by_phase"].items()
-            if abs(kv[1]) >= 0.005)))
-    print("pdem / LAMMPS, whole cost of a rebuild: %.3f" % (p["ms_per_rebuild"] / q["ms_per_rebuild"]))
-    return out
+    result = {}
+    for r in ranks:
+        print("\n== a rebuild on every step: %d steps, %d rank(s) each, fastest of %d =="
+              % (sf, r, args.repeats))
+        print("%-30s %14s %14s" % ("", "pdem", "LAMMPS"))
+        out = {}
+        for name, phases in (("pdem", PHASES), ("lammps", LMP_SECTIONS)):
+            normal = best[name, r]
+            f = min(runs[name, r], key=lambda x: x["wall_s"])
+            sn, rn = normal["steps"], normal["n_rebuilds"]
+            share = f["n_rebuilds"] / sf - rn / sn
+            cost = {k: (f["timers_s"].get(k, 0.0) / sf - normal["timers_s"].get(k, 0.0) / sn)
+                    / share for k in phases}
+            out[name] = {"rebuilds": f["n_rebuilds"], "wall_s": f["wall_s"],
+                         "ms_per_rebuild": 1e3 * (f["wall_s"] / sf - normal["wall_s"] / sn) / share,
+                         "ms_per_rebuild_by_phase": {k: 1e3 * v for k, v in cost.items()}}
+        p, q = out["pdem"], out["lammps"]
+        print("%-30s %14d %14d" % ("rebuilds", p["rebuilds"], q["rebuilds"]))
+        print("%-30s %14.3f %14.3f" % ("wall time [s]", p["wall_s"], q["wall_s"]))
+        print("%-30s %14.2f %14.2f" % ("ms per rebuild, whole", p["ms_per_rebuild"],
+                                       q["ms_per_rebuild"]))
+        for name, label in (("pdem", "pdem"), ("lammps", "LAMMPS")):
+            print("  %s, ms per rebuild by phase: %s" % (label, ", ".join(
+                "%s %.2f" % kv for kv in out[name]["ms_per_rebuild_by_phase"].items()
+                if abs(kv[1]) >= 0.005)))
+        print("pdem / LAMMPS, whole cost of a rebuild on %d rank(s): %.3f"
+              % (r, p["ms_per_rebuild"] / q["ms_per_rebuild"]))
+        result["np%d" % r] = out
+    return result
 
 
 def mpirun(n, extra):
@@ -545,7 +555,8 @@ def main(argv=None):
         print("LAMMPS %d-rank phases: " % P + fmt_phases(lp["timers_s"]))
         result.update(speedup_pdem=sp, speedup_lammps=sl)
     if args.forced_rebuilds:
-        result["forced_rebuilds"] = forced_rebuilds(args, lmp, data, restart, init, ckpt, pd, lm)
+        result["forced_rebuilds"] = forced_rebuilds(args, lmp, data, restart, init, ckpt, best,
+                                                    ranks)
     print("\ntotal time of this invocation: %.0f s" % (time.perf_counter() - t_start))
     save_json(args.json, result)
     return result

@@ -1081,7 +1081,9 @@ class Simulation:
     def _owners(self, order, n_own):
         """Owned index of every local particle after a ghost build: ghosts that are
         periodic images of an owned particle of this rank get its index (known from
-        the ghost's source row), others -1 (owned_index of their ids)."""
+        the ghost's source row), others -1. A ghost received from another rank is never
+        owned here: each swap moves a copy one step along its own axis of the Cartesian
+        grid (parallel/ghosts.py), so its rank differs from the owner's in that axis."""
         st, src = self.store, self.ghosts.source
         owner = np.empty(st.n, np.int32)
         owner[:n_own] = np.arange(n_own, dtype=np.int32)
@@ -1094,9 +1096,7 @@ class Simulation:
             inverse = np.empty(n_own, np.int32)         # pool row -> owned index
             inverse[order] = owner[:n_own]
             gh[mine] = inverse[g[mine]]
-        other = np.flatnonzero(~mine)
-        if len(other):
-            gh[other] = owned_index(st.id[n_own:][other], st.id[:n_own])
+        gh[~mine] = -1
         return owner
 
     # ---------------------------------------------------------------- checkpoints

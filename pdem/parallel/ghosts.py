@@ -19,6 +19,32 @@ from .exchange import record_dtype, sendrecv_records
 REFRESHED = ("pos", "vel", "angvel")     # what changes between rebuilds
 
 
+class PoolRows:
+    """Rows `index` of a ghost build's pool: the owned fields, then the records received
+    from other ranks (kept apart, so that a swap copies no owned field). The index is
+    split once; `take` gathers a field. The first n_first indices are the owned rows
+    in their new order (a permutation of range(n_owned))."""
+
+    def __init__(self, index, n_owned, n_first=0):
+        self.index, self.n_first = index, n_first
+        rest = index[n_first:]
+        far = rest >= n_owned
+        self.split = bool(far.any())
+        if self.split:
+            self.near, self.far = np.flatnonzero(~far) + n_first, np.flatnonzero(far) + n_first
+            self.near_rows, self.far_rows = rest[~far], rest[far] - n_owned
+
+    def take(self, owned, received):
+        if not self.split:
+            return np.take(owned, self.index, axis=0)
+        out = np.empty((len(self.index),) + owned.shape[1:], owned.dtype)
+        # a permutation: "clip" only spares numpy's buffered copy of mode "raise"
+        np.take(owned, self.index[:self.n_first], axis=0, out=out[:self.n_first], mode="clip")
+        out[self.near] = np.take(owned, self.near_rows, axis=0)
+        out[self.far] = np.take(received, self.far_rows, axis=0)
+        return out
+
+
 class GhostExchange:
     def __init__(self, decomposition):
         self.dec = decomposition
@@ -46,6 +72,7 @@ class GhostExchange:
         coord = pool["pos"] if ref is None else ref(pool["pos"])
         cut = np.broadcast_to(cutoff, 3)
         n_pool_owned = len(pool["id"])
+        received = None                 # the records of other ranks, in order (PoolRows)
         src = np.arange(n_pool_owned) if order is None else np.asarray(order, np.int64)
         image = np.take(pool["image"], src, axis=0)
         dtype = None
@@ -74,14 +101,16 @@ class GhostExchange:
                     if dtype is None:
                         dtype = record_dtype(pool)
                     rec = np.empty(len(sel), dtype)
+                    rows_sent = PoolRows(src[sel], n_pool_owned)
                     for k in dtype.names:
-                        rec[k] = image[sel] if k == "image" else pool[k][src[sel]]
+                        rec[k] = image[sel] if k == "image" else rows_sent.take(
+                            pool[k], None if received is None else received[k])
                     rec["image"][:, d] += shift
                     got = sendrecv_records(dec.cart, rec, dest, source, dtype, tag)
                     count = len(got)
                     if count:
-                        start = len(pool["id"])
-                        pool = {k: np.concatenate([pool[k], got[k]]) for k in pool}
+                        start = len(coord)
+                        received = got if received is None else np.concatenate([received, got])
                         coord = np.concatenate([coord, got["pos"] if ref is None
                                                 else ref(got["pos"])])
                         rows.append(np.arange(start, start + count))
@@ -95,10 +124,12 @@ class GhostExchange:
                                      if dest != dec.rank) * 8 * 3 * len(REFRESHED)
         self.source, self.n_pool_owned = src, n_pool_owned
         coord = None
+        rows_local = PoolRows(src, n_pool_owned, n_pool_owned)
         local = {}
         for k in list(pool):
             rows = pool.pop(k)
-            local[k] = image if k == "image" else np.take(rows, src, axis=0)
+            local[k] = image if k == "image" else rows_local.take(
+                rows, None if received is None else received[k])
             del rows
         return local
 

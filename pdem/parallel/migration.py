@@ -14,6 +14,7 @@ from .exchange import alltoallv_records, pack, record_dtype, unpack
 
 CONTACT_RECORD = np.dtype([("key", np.int64), ("kind", np.int8), ("active", np.int8),
                            ("sub", np.int32), ("state", np.float64, (NCOLS,))])
+NO_RECORDS, NO_DESTS = np.empty(0, CONTACT_RECORD), np.empty(0, np.int32)
 
 
 def _contact_records(batch, owners, dest, rank, kind):
@@ -48,10 +49,11 @@ def migrate(comm, own, dest, batches, owners):
     leaving = dest != rank
     prec = pack(own, record_dtype(own), np.flatnonzero(leaving))
     got = unpack(alltoallv_records(comm, prec, dest[leaving]))
+    # rows move only with a particle that leaves (none: most rebuilds), from kinds with rows
     crec = [_contact_records(b, o, dest, rank, kind)
-            for kind, (b, o) in enumerate(zip(batches, owners))]
-    rows = alltoallv_records(comm, np.concatenate([r for r, _ in crec]),
-                             np.concatenate([t for _, t in crec]))
+            for kind, (b, o) in enumerate(zip(batches, owners)) if len(b)] if leaving.any() else []
+    rows = alltoallv_records(comm, np.concatenate([r for r, _ in crec] + [NO_RECORDS]),
+                             np.concatenate([t for _, t in crec] + [NO_DESTS]))
     if leaving.any() or len(got["id"]):
         stay = np.flatnonzero(~leaving)
         own = {k: np.concatenate([np.take(v, stay, axis=0), got[k].astype(v.dtype)])

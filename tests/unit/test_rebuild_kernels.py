@@ -14,7 +14,7 @@ from pdem.contact import keys
 from pdem.contact.store import NCOLS, ContactBatch
 from pdem.parallel.decomposition import Decomposition
 from pdem.parallel.exchange import pack, record_dtype, sendrecv_records, unpack
-from pdem.parallel.ghosts import GhostExchange
+from pdem.parallel.ghosts import GhostExchange, PoolRows
 from pdem.particles import empty_fields, spatial_order, spatial_permutation
 
 
@@ -371,6 +371,25 @@ def test_ghost_build_equals_record_build(seed, periodic):
     expected, _ = ref_ghosts(dec, own, cutoff)
     for k in expected:
         np.testing.assert_array_equal(plain[k], expected[k])
+
+
+@pytest.mark.parametrize("dtype, cols", [(np.float64, (3,)), (np.int64, ()), (np.uint8, ())])
+def test_pool_rows_equal_rows_of_the_concatenated_pool(dtype, cols):
+    """A ghost build's pool kept as owned rows + received records gives the rows numpy
+    gives from the two concatenated (the build's former pool)."""
+    rng = np.random.default_rng(3)
+    owned = rng.integers(0, 200, (50,) + cols).astype(dtype)
+    received = rng.integers(0, 200, (20,) + cols).astype(dtype)
+    pool = np.concatenate([owned, received])
+    order = rng.permutation(50)
+    for index, n_first in ((rng.integers(0, 50, 30), 0),                    # owned only
+                           (rng.integers(0, 70, 40), 0),                    # both
+                           (np.r_[order, rng.integers(0, 70, 25)], 50),     # a build's rows
+                           (order, 50), (np.zeros(0, np.int64), 0)):
+        for rec in (received, None) if np.all(index < 50) else (received,):
+            got = PoolRows(index, 50, n_first).take(owned, rec)
+            assert got.dtype == owned.dtype and got.flags.c_contiguous
+            np.testing.assert_array_equal(got, pool[index])
 
 
 # ---------------------------------------------------------------- lost particles
