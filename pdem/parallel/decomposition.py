@@ -53,10 +53,15 @@ class Decomposition:
         return np.array([self.cuts[d][self.coords[d] + 1] for d in range(3)])
 
     def owner(self, pos):
-        """Rank owning each position (positions wrapped into the box)."""
-        c = [np.clip(np.searchsorted(self.cuts[d][1:-1], pos[:, d], side="right"), 0,
-                     self.dims[d] - 1) for d in range(3)]
-        return ((c[0] * self.dims[1] + c[1]) * self.dims[2] + c[2]).astype(np.int32)
+        """Rank owning each position (positions wrapped into the box): (c0 dims1 + c1)
+        dims2 + c2 of its slab c_d along each axis (an axis of one slab adds nothing)."""
+        rank = np.zeros(len(pos), np.int32)
+        for d in range(3):
+            rank *= self.dims[d]
+            if self.dims[d] > 1:
+                slab = np.searchsorted(self.cuts[d][1:-1], pos[:, d], side="right")
+                rank += slab.clip(0, self.dims[d] - 1).astype(np.int32)
+        return rank
 
     def check_thickness(self, cutoff):
         """Every slab must be at least one ghost cutoff thick (one swap per face)."""

@@ -100,3 +100,25 @@ def test_sliding_contact_state_survives_migration():
     assert abs(c["u"][pair, 1]) + abs(c["u"][pair, 2]) > 0.1   # 0.3 s at 0.5 m/s of slip
     if comm.size > 1:
         assert owner_before != owner_after                 # the pair changed rank
+
+
+@pytest.mark.mpi(min_size=1)
+def test_owner_of_a_position_is_the_rank_whose_box_holds_it():
+    """Decomposition.owner against every rank's [lo, hi) box (gathered), for positions
+    anywhere in the box and on the cuts, after a balance moved the cuts."""
+    comm = MPI.COMM_WORLD
+    sim = corner_gas(comm, balance=1.1)
+    sim.run(steps=200)                  # the corner gas makes the balance move the cuts
+    dec = sim.dec
+    boxes = comm.allgather((dec.lo, dec.hi))
+    rng = np.random.default_rng(4)
+    lo, hi = sim.domain.lo, sim.domain.hi
+    pos = rng.uniform(lo, hi, (3000, 3))
+    for d in range(3):                  # exactly on every inner cut, and on the box's lo
+        pos[d::7, d] = rng.choice(dec.cuts[d][:-1], len(pos[d::7]))
+    expected = np.full(len(pos), -1)
+    for rank, (blo, bhi) in enumerate(boxes):
+        inside = np.all((pos >= blo) & (pos < bhi), axis=1)
+        assert not np.any(inside & (expected >= 0))         # the boxes do not overlap
+        expected[inside] = rank
+    np.testing.assert_array_equal(dec.owner(pos), expected)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import pdem
+from pdem.contact.frame import MovingFrame
 
 
 def gas(flow, steps=3000):
@@ -93,3 +94,13 @@ def test_a_restart_keeps_the_frame(tmp_path):
     assert again.n_rebuilds == whole.n_rebuilds
     for field in ("position", "velocity"):
         assert np.array_equal(again.particles()[field], whole.particles()[field])
+
+
+def test_velocity_box_is_the_largest_component_and_its_negation():
+    """MovingFrame.velocity_box against Python's max per component, and NaN kept."""
+    vel = np.random.default_rng(5).normal(size=(1001, 3))
+    expected = [max(vel[:, d]) for d in range(3)] + [max(-vel[:, d]) for d in range(3)]
+    assert MovingFrame.velocity_box(vel).tolist() == expected
+    vel[17, 1] = np.nan
+    assert np.isnan(MovingFrame.velocity_box(vel)[[1, 4]]).all()
+    assert MovingFrame.velocity_box(np.zeros((0, 3))).tolist() == [-np.inf] * 6
