@@ -47,14 +47,15 @@ def migrate(comm, own, dest, batches, owners):
     received contact rows added to the batches."""
     rank = comm.Get_rank()
     leaving = dest != rank
+    any_leaving = bool(leaving.any())
     prec = pack(own, record_dtype(own), np.flatnonzero(leaving))
     got = unpack(alltoallv_records(comm, prec, dest[leaving]))
     # rows move only with a particle that leaves (none: most rebuilds), from kinds with rows
     crec = [_contact_records(b, o, dest, rank, kind)
-            for kind, (b, o) in enumerate(zip(batches, owners)) if len(b)] if leaving.any() else []
+            for kind, (b, o) in enumerate(zip(batches, owners)) if len(b)] if any_leaving else []
     rows = alltoallv_records(comm, np.concatenate([r for r, _ in crec] + [NO_RECORDS]),
                              np.concatenate([t for _, t in crec] + [NO_DESTS]))
-    if leaving.any() or len(got["id"]):
+    if any_leaving or len(got["id"]):
         stay = np.flatnonzero(~leaving)
         own = {k: np.concatenate([np.take(v, stay, axis=0), got[k].astype(v.dtype)])
                for k, v in own.items()}
