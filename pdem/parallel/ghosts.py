@@ -20,28 +20,25 @@ REFRESHED = ("pos", "vel", "angvel")     # what changes between rebuilds
 
 
 class PoolRows:
-    """Rows `index` of a ghost build's pool: the owned fields, then the records received
-    from other ranks (kept apart, so that a swap copies no owned field). The index is
-    split once; `take` gathers a field. The first n_first indices are the owned rows
-    in their new order (a permutation of range(n_owned))."""
+    """Rows `index` of a ghost build's pool: the owned fields (rows below n_owned), then
+    the records received from other ranks (kept apart, so that a swap copies no owned
+    field). The index is split once; `take` gathers a field."""
 
-    def __init__(self, index, n_owned, n_first=0):
-        self.index, self.n_first = index, n_first
-        rest = index[n_first:]
-        far = rest >= n_owned
-        self.split = bool(far.any())
-        if self.split:
-            self.near, self.far = np.flatnonzero(~far) + n_first, np.flatnonzero(far) + n_first
-            self.near_rows, self.far_rows = rest[~far], rest[far] - n_owned
+    def __init__(self, index, n_owned):
+        far = index >= n_owned
+        self.far = np.flatnonzero(far)
+        self.far_rows = index[self.far] - n_owned
+        self.index = np.where(far, 0, index) if len(self.far) else index
 
     def take(self, owned, received):
-        if not self.split:
-            return np.take(owned, self.index, axis=0)
-        out = np.empty((len(self.index),) + owned.shape[1:], owned.dtype)
-        # a permutation: "clip" only spares numpy's buffered copy of mode "raise"
-        np.take(owned, self.index[:self.n_first], axis=0, out=out[:self.n_first], mode="clip")
-        out[self.near] = np.take(owned, self.near_rows, axis=0)
-        out[self.far] = np.take(received, self.far_rows, axis=0)
+        """One field's rows: owned[i], or received[i - n_owned] (written over the owned
+        row 0 that a far row takes first)."""
+        if len(owned):
+            out = np.take(owned, self.index, axis=0)
+        else:                           # a rank that owns nothing: every row is far
+            out = np.empty((len(self.index),) + owned.shape[1:], owned.dtype)
+        if len(self.far):
+            out[self.far] = np.take(received, self.far_rows, axis=0)
         return out
 
 
@@ -124,7 +121,7 @@ class GhostExchange:
                                      if dest != dec.rank) * 8 * 3 * len(REFRESHED)
         self.source, self.n_pool_owned = src, n_pool_owned
         coord = None
-        rows_local = PoolRows(src, n_pool_owned, n_pool_owned)
+        rows_local = PoolRows(src, n_pool_owned)
         local = {}
         for k in list(pool):
             rows = pool.pop(k)

@@ -382,14 +382,18 @@ def test_pool_rows_equal_rows_of_the_concatenated_pool(dtype, cols):
     received = rng.integers(0, 200, (20,) + cols).astype(dtype)
     pool = np.concatenate([owned, received])
     order = rng.permutation(50)
-    for index, n_first in ((rng.integers(0, 50, 30), 0),                    # owned only
-                           (rng.integers(0, 70, 40), 0),                    # both
-                           (np.r_[order, rng.integers(0, 70, 25)], 50),     # a build's rows
-                           (order, 50), (np.zeros(0, np.int64), 0)):
+    for index in (rng.integers(0, 50, 30), rng.integers(0, 70, 40),        # owned only, both
+                  np.r_[order, rng.integers(0, 70, 25)], order,            # a build's rows
+                  np.zeros(0, np.int64)):
         for rec in (received, None) if np.all(index < 50) else (received,):
-            got = PoolRows(index, 50, n_first).take(owned, rec)
+            got = PoolRows(index, 50).take(owned, rec)
             assert got.dtype == owned.dtype and got.flags.c_contiguous
             np.testing.assert_array_equal(got, pool[index])
+    # a rank that owns nothing: every row is a received record
+    index = rng.integers(0, 20, 15)
+    got = PoolRows(index, 0).take(owned[:0], received)
+    assert got.dtype == owned.dtype
+    np.testing.assert_array_equal(got, received[index])
 
 
 # ---------------------------------------------------------------- lost particles
