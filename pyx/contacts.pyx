@@ -98,7 +98,9 @@ cdef inline void add_row(double* f, double* t, const double* row, int side, doub
 # no FMA contraction, IEEE sqrt and division in both): the same bits as one pair at a
 # time (`blocks=False`) and as the scalar law.
 cdef enum:
-    NB = 32           # touching pairs per block
+    NB = 16           # touching pairs per block (the block: 10.7 kB; 32 pairs: 21 kB of a
+                      # 48 kB L1 shared with the rows and particles the pass reads;
+                      # bench/README.md "Blocks of 16 pairs, 2026-11-29")
     B_X2 = 0          # block inputs: x2 - x1 (3)
     B_V1 = 3          # v1, v2, w1, w2 (3 each)
     B_V2 = 6

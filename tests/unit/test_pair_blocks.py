@@ -1,5 +1,5 @@
 """The sphere-sphere kernel computes touching pairs in vector blocks (pyx/contacts.pyx):
-a screening pass, one vectorized L6Geom loop per block of 32 pairs, then the law in
+a screening pass, one vectorized L6Geom loop per block of 16 pairs, then the law in
 pair order. Each pair's arithmetic is that of one pair at a time (blocks=False), so both
 must give the same bits -- contact rows, active flags, the worst overlap and the in-pass
 force sums -- for pairs that form, persist, separate and turn by up to 150 degrees in
