@@ -13,7 +13,9 @@ in that order, --repeat times; the fastest run of each of the four counts (other
 jobs on a shared machine only ever slow a run down). pdem's time is the wall time
 of sim.run(steps) after set-up and one warm-up step (which builds the neighbor
 list), the maximum over ranks; LAMMPS's is its own "Loop time" of `run steps`
-after `run 1`. pdem uses its default decomposition (MPI.Compute_dims, balance=1.2).
+after `run 1`. pdem uses its default decomposition (MPI.Compute_dims, balance=1.2) and,
+as bed_vs_lammps.py, sphere_orientations=False: the work of LAMMPS's fix nve/sphere
+(--sphere-orientations: pdem's default, which also integrates each sphere's orientation).
 
 Printed: both codes' particle-steps/s and 1 -> 2 rank speedups, pdem's parallel
 efficiency relative to LAMMPS's (pdem speedup / LAMMPS speedup); per pdem rank:
@@ -26,7 +28,7 @@ refresh-sized messages) that calibrate the communication model of docs/scaling.m
 whether the 1- and 2-rank end states agree (pdem: bit for bit expected).
 
 Usage: bench/strong_scaling.py [--particles N] [--steps N] [--repeat R] [--quick]
-       [--json FILE] [--skip-lammps] [--lmp BINARY] [--ranks 2]
+       [--json FILE] [--skip-lammps] [--lmp BINARY] [--ranks 2] [--sphere-orientations]
 """
 import argparse
 import json
@@ -141,7 +143,8 @@ def worker_pdem(args):
     comm = MPI.COMM_WORLD
     z = np.load(args.bed)
     bed = {k: z[k] for k in z.files}
-    sim = make_sim(bed["pos"], bed["vel"], bed["angvel"], float(bed["L"]), float(bed["H"]), 1)
+    sim = make_sim(bed["pos"], bed["vel"], bed["angvel"], float(bed["L"]), float(bed["H"]), 1,
+                   orientations=args.sphere_orientations)
     n = sim.n_particles
     sim.run(steps=1)                             # warm-up: first neighbor build (not timed)
     first = sim.comm_stats()
@@ -191,6 +194,8 @@ def launch(n, args, worker, **opts):
                                          "--particles", str(args.particles), "--steps",
                                          str(args.steps), "--seed", str(args.seed),
                                          "--settle-steps", str(args.settle_steps)]
+    if args.sphere_orientations:
+        cmd.append("--sphere-orientations")
     for k, v in opts.items():
         cmd += ["--" + k, str(v)]
     env = dict(os.environ, OMP_NUM_THREADS="1")
@@ -295,6 +300,9 @@ def main(argv=None):
     ap.add_argument("--ranks", type=int, default=2, help="parallel run's rank count (2)")
     ap.add_argument("--quick", action="store_true", help="smoke test: 2000 particles, 200 steps, 1 repeat")
     ap.add_argument("--skip-lammps", action="store_true")
+    ap.add_argument("--sphere-orientations", action="store_true",
+                    help="pdem integrates the spheres' orientations (pdem's default); without "
+                         "it sphere_orientations=False, the work of LAMMPS's fix nve/sphere")
     ap.add_argument("--lmp", default=None, help="LAMMPS binary (default: lmp on PATH)")
     ap.add_argument("--mpirun-args", default="--bind-to none",
                     help="mpirun options for every run of both codes (default '--bind-to none': "
