@@ -135,7 +135,7 @@ class Simulation:
         self.skin = skin
         self.near_margin = validate.number("near_margin", near_margin, 0.0, low_open=False)
         self.sphere_orientations = sphere_orientations
-        self.threads = thread_count(threads)
+        self.threads = thread_count(threads, self.comm)
         self.flags = sum(APPROX[a] for a in approx) | (NO_RATCH if no_ratch else 0)
         self.lever_flags = self.flags | self.scheme.lever_flags   # torques of contact rows
         self.lost = lost

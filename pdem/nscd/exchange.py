@@ -27,13 +27,13 @@ Jacobi sends velocities only (no increments: each rank computes the contacts it
 shares from identical copies), in the same single round.
 """
 import math
-import os
 import time
 
 import numpy as np
 from mpi4py import MPI
 
 from .._kernels import nscd as _k
+from ..threads import node_threads
 
 TAG = 700
 # wait_all: seconds of busy polling (a core per rank: load imbalance of a sweep; more
@@ -44,14 +44,11 @@ SPIN, SPIN_SHARED, NAP = 1e-3, 2e-5, 1e-5
 
 def oversubscribed(comm):
     """True when this node runs more ranks than the cores its ranks may use together
-    (the union of their CPU affinities: bound to a core each, as mpirun and srun bind by
-    default, two ranks on two cores are not oversubscribed, though each may use one
-    core). A collective call over `comm`; the same answer on the node's ranks."""
-    local = comm.Split_type(MPI.COMM_TYPE_SHARED)
-    cores = set().union(*local.allgather(sorted(os.sched_getaffinity(0))))
-    ranks = local.Get_size()
-    local.Free()
-    return ranks > len(cores)
+    (bound to a core each, as mpirun and srun bind by default, two ranks on two cores
+    are not oversubscribed, though each may use one core). A collective call over
+    `comm`; the same answer on the node's ranks."""
+    node = node_threads(comm, 1)
+    return node["ranks"] > node["cores"]
 
 
 def wait_all(requests, spin):
