@@ -34,6 +34,8 @@ def thread_count(requested=None, comm=None):
             "threads share (mpirun binds each rank to one core by default: give it "
             "--bind-to none or --map-by slot:PE=%d; srun: --cpus-per-task=%d)"
             % (n, cores, n, n)), stacklevel=3)
+    # more threads than cores on the node, some rank with more than one (ranks alone on
+    # shared cores are the MPI tests' oversubscription, which yields: not warned)
     elif node is not None and node["first"] and node["threads"] > max(node["ranks"],
                                                                           node["cores"]):
         warnings.warn(ThreadsWarning(
